@@ -1,0 +1,108 @@
+// Package bugs names the planted bugs that statekit's simulator and stress
+// tests compile into the engine, off by default, to prove that their checks
+// can fail. Only packages of this module can import it, so no application can
+// turn one on.
+package bugs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Bug is one planted bug.
+type Bug uint32
+
+// The planted bugs. Each makes the engine wrong in one specific way.
+const (
+	// LeaseNormalSync commits lease grants with synchronous=NORMAL, so a
+	// power loss can roll a grant back and hand its token out twice.
+	LeaseNormalSync Bug = 1 << iota
+	// ReleaseDeletes deletes the lease row on release, so the next grant
+	// restarts at token 1.
+	ReleaseDeletes
+	// IncrTwoStatements increments, then sets the TTL in a second
+	// autocommit statement, so a crash between them leaves a counter that
+	// never expires.
+	IncrTwoStatements
+	// NoHWM ignores the high-water mark at open: time restarts from the
+	// wall clock even when it is behind the mark.
+	NoHWM
+	// RenewBumpsToken gives a renewed lease a new token.
+	RenewBumpsToken
+	// ReadIgnoresDeadline makes Get return expired keys.
+	ReadIgnoresDeadline
+	// SweepEarly makes a sweep delete keys one millisecond before their
+	// deadline.
+	SweepEarly
+	// CASIgnoresType makes CAS compare values as text, so int 7 matches "7".
+	CASIgnoresType
+	// LeaseTwoStatements grants a lease by reading the row and writing it
+	// in two autocommit statements, outside any transaction.
+	LeaseTwoStatements
+	lastBug
+)
+
+var names = map[Bug]string{
+	LeaseNormalSync:     "lease-normal-sync",
+	ReleaseDeletes:      "release-deletes",
+	IncrTwoStatements:   "incr-two-statements",
+	NoHWM:               "no-hwm",
+	RenewBumpsToken:     "renew-bumps-token",
+	ReadIgnoresDeadline: "read-ignores-deadline",
+	SweepEarly:          "sweep-early",
+	CASIgnoresType:      "cas-ignores-type",
+	LeaseTwoStatements:  "lease-two-statements",
+}
+
+// String returns the bug's pinned name, such as "lease-normal-sync".
+func (b Bug) String() string {
+	if n, ok := names[b]; ok {
+		return n
+	}
+	return fmt.Sprintf("bug(%d)", uint32(b))
+}
+
+// Set is a set of planted bugs; the zero Set plants none.
+type Set struct{ mask uint32 }
+
+// Has reports whether b is planted.
+func (s Set) Has(b Bug) bool { return s.mask&uint32(b) != 0 }
+
+// With returns s with b planted too.
+func (s Set) With(b Bug) Set { return Set{mask: s.mask | uint32(b)} }
+
+// Empty reports whether no bug is planted.
+func (s Set) Empty() bool { return s.mask == 0 }
+
+// String lists the planted bugs' names, comma separated, sorted.
+func (s Set) String() string {
+	var out []string
+	for b := Bug(1); b < lastBug; b <<= 1 {
+		if s.Has(b) {
+			out = append(out, b.String())
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// Names returns every bug's name, sorted.
+func Names() []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Parse returns the bug named name, or an error listing the known names.
+func Parse(name string) (Bug, error) {
+	for b, n := range names {
+		if n == name {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown planted bug %q (known: %s)", name, strings.Join(Names(), ", "))
+}

@@ -1,0 +1,19 @@
+// Package sysclock is the production clock: the operating system's wall and
+// monotonic clocks. It is the one place statekit reads real time, so the
+// engine itself never calls time.Now.
+package sysclock
+
+import "time"
+
+// Clock reads the operating system's clocks. Its zero value is not ready:
+// use New.
+type Clock struct{ start time.Time }
+
+// New returns a Clock whose monotonic reading starts near zero now.
+func New() *Clock { return &Clock{start: time.Now()} }
+
+// Wall returns the wall clock, stripped of its monotonic reading.
+func (c *Clock) Wall() time.Time { return time.Now().Round(0) }
+
+// Monotonic returns the time elapsed since New, from the monotonic clock.
+func (c *Clock) Monotonic() time.Duration { return time.Since(c.start) }

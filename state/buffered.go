@@ -1,0 +1,144 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+)
+
+// buffer holds increments not yet written.
+type buffer struct {
+	mu     sync.Mutex
+	deltas map[string]int64
+	closed bool
+}
+
+// IncrBuffered adds delta to key in memory only. The sum reaches the file at
+// the next background flush (every DefaultFlushInterval unless
+// WithFlushInterval says otherwise), Flush, or Close, in one transaction
+// with every other buffered key; until then Get does not see it.
+//
+// Loss window: a crash of the process loses the increments buffered since
+// the last flush; a power loss can also lose flushed ones, as with any
+// SyncNormal write. Use Incr when every increment must count.
+//
+// IncrBuffered returns ErrOverflow if the buffered sum for key would leave
+// int64 (the buffer is then unchanged), ErrInvalidKey for a bad key, and
+// ErrClosed after Close.
+func (db *DB) IncrBuffered(key string, delta int64) error {
+	if err := checkKey("key", key); err != nil {
+		return err
+	}
+	if db.cfg.readOnly {
+		return fmt.Errorf("%w: %s was opened read-only", ErrReadOnly, db.path)
+	}
+	b := &db.buf
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	cur := b.deltas[key]
+	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+		return fmt.Errorf("incrbuffered %q: buffered sum: %w", key, ErrOverflow)
+	}
+	b.deltas[key] = cur + delta
+	return nil
+}
+
+// take empties the buffer and returns what it held.
+func (b *buffer) take() map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.deltas
+	b.deltas = map[string]int64{}
+	return d
+}
+
+// restore adds deltas that could not be written back into the buffer.
+func (b *buffer) restore(d map[string]int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, v := range d {
+		b.deltas[k] += v
+	}
+}
+
+// Flush writes the buffered increments in one transaction, keys in sorted
+// order. A key whose stored value is bytes, or whose sum would overflow,
+// loses its buffered delta and is named in the returned error (wrapping
+// ErrNotInteger or ErrOverflow); the others are written. If the transaction
+// cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
+// buffer for the next flush; after an I/O error they are lost with the handle.
+func (db *DB) Flush(ctx context.Context) error {
+	d := db.buf.take()
+	err := db.flush(ctx, d)
+	if err != nil && errors.Is(err, errNotWritten) {
+		db.buf.restore(d)
+	}
+	return err
+}
+
+// errNotWritten marks a flush that wrote nothing and may be retried.
+var errNotWritten = errors.New("buffered increments kept for the next flush")
+
+func (db *DB) flush(ctx context.Context, d map[string]int64) error {
+	if len(d) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(d))
+	var keyErrs []error
+	err := db.do(ctx, writing, func(now int64) error {
+		if _, err := db.st.begin.ExecContext(ctx); err != nil {
+			return notWritten(classify(ctx, err))
+		}
+		for _, k := range keys {
+			if d[k] == 0 {
+				continue
+			}
+			if _, err := db.incrBy(ctx, now, k, d[k], 0); err != nil {
+				if fatal(err) || ctx.Err() != nil {
+					_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+					return notWritten(err)
+				}
+				keyErrs = append(keyErrs, fmt.Errorf("flush: delta %d dropped: %w", d[k], err))
+			}
+		}
+		if _, err := db.st.commit.ExecContext(ctx); err != nil {
+			_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+			return notWritten(classify(ctx, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(keyErrs...)
+}
+
+// notWritten marks err as a flush that wrote nothing, unless err ended the
+// handle (then the deltas are lost with it).
+func notWritten(err error) error {
+	if fatal(err) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, errNotWritten)
+}
+
+// closeBuffer stops IncrBuffered and returns what was left to flush, or
+// false if it was already closed.
+func (b *buffer) close() (map[string]int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, false
+	}
+	b.closed = true
+	d := b.deltas
+	b.deltas = map[string]int64{}
+	return d, true
+}

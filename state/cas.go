@@ -1,0 +1,98 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/statekit/statekit/internal/bugs"
+)
+
+const (
+	// casSwapSQL swaps a live value equal to ?2 in type (?4) and content,
+	// keeping the deadline.
+	casSwapSQL = `UPDATE kv SET value = ?3
+WHERE key = ?1 AND typeof(value) = ?4 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?5)
+RETURNING 1`
+	// casDeleteSQL deletes a live value equal to ?2 in type (?3) and content.
+	casDeleteSQL = `DELETE FROM kv
+WHERE key = ?1 AND typeof(value) = ?3 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?4)
+RETURNING 1`
+	// casCreateSQL stores ?2, without deadline, only where the key is absent
+	// or expired.
+	casCreateSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, NULL)
+ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = NULL
+WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= ?3
+RETURNING 1`
+	// casAbsentSQL says whether the key is absent or expired.
+	casAbsentSQL = `SELECT NOT EXISTS (SELECT 1 FROM kv WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2))`
+)
+
+// CAS sets key to new only if its live value equals expected in type and
+// content (int 7 never equals "7"), and reports whether it swapped. A nil
+// expected matches only an absent or expired key; a nil new deletes the key
+// on a match. A swap keeps the key's deadline; a key created by CAS has
+// none. Values take the types Set takes.
+func (db *DB) CAS(ctx context.Context, key string, expected, new any) (bool, error) {
+	exp, nv, err := checkCAS(key, expected, new)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	err = db.do(ctx, writing, func(now int64) (err error) {
+		ok, err = db.cas(ctx, now, key, exp, nv)
+		return err
+	})
+	return ok, err
+}
+
+func checkCAS(key string, expected, new any) (exp, nv *Value, err error) {
+	if err := checkKey("key", key); err != nil {
+		return nil, nil, err
+	}
+	if expected != nil {
+		v, err := toValue(expected)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cas %q: expected: %w", key, err)
+		}
+		exp = &v
+	}
+	if new != nil {
+		v, err := toValue(new)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cas %q: new: %w", key, err)
+		}
+		nv = &v
+	}
+	return exp, nv, nil
+}
+
+func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (bool, error) {
+	var row *sql.Row
+	switch {
+	case exp == nil && nv == nil:
+		var absent bool
+		if err := db.st.casAbsent.QueryRowContext(ctx, key, now).Scan(&absent); err != nil {
+			return false, classify(ctx, err)
+		}
+		return absent, nil
+	case exp == nil:
+		row = db.st.casCreate.QueryRowContext(ctx, key, nv.sqlArg(), now)
+	case db.cfg.bugs.Has(bugs.CASIgnoresType):
+		return db.bugCASIgnoresType(ctx, now, key, *exp, nv)
+	case nv == nil:
+		row = db.st.casDelete.QueryRowContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
+	default:
+		row = db.st.casSwap.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
+	}
+	var one int
+	err := row.Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cas %q: %w", key, classify(ctx, err))
+	}
+	return true, nil
+}

@@ -1,0 +1,52 @@
+package state
+
+import "time"
+
+// Clock is where the engine reads time. The engine never calls time.Now:
+// production uses the operating system's clocks, the simulator injects its
+// own with WithClock.
+type Clock interface {
+	// Wall returns the wall clock. It may step back or forward.
+	Wall() time.Time
+	// Monotonic returns a reading that never goes back. It is meaningless
+	// across restarts.
+	Monotonic() time.Duration
+}
+
+// hwmLeadMillis is how far ahead of the engine's time the high-water mark is
+// written. The mark is rewritten only when the engine's time reaches it, so
+// at most one extra write per lead, and the file always holds a mark at or
+// after every time the engine has used. The cost: after a restart, time may
+// resume up to this much later than the last time used, shortening live
+// deadlines by at most that much.
+const hwmLeadMillis = 500
+
+// engineTime turns the injected clock into the engine's time: the larger of
+// the wall clock at open and the file's high-water mark, advanced by the
+// monotonic clock since open. A wall step while running changes nothing.
+type engineTime struct {
+	clock      Clock
+	baseMillis int64         // max(wall at open, high-water mark)
+	monoAtOpen time.Duration // clock.Monotonic() at open
+	lastMillis int64         // the latest time handed out, never goes back
+}
+
+func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) engineTime {
+	base := c.Wall().UnixMilli()
+	if hwmMillis > base && !ignoreHWM {
+		base = hwmMillis
+	}
+	return engineTime{clock: c, baseMillis: base, monoAtOpen: c.Monotonic(), lastMillis: base}
+}
+
+// nowMillis returns the engine's time in unix milliseconds. It never goes
+// back, even if an injected monotonic clock does.
+func (e *engineTime) nowMillis() int64 {
+	elapsed := e.clock.Monotonic() - e.monoAtOpen
+	now := e.baseMillis + int64(elapsed/time.Millisecond)
+	if now < e.lastMillis {
+		now = e.lastMillis
+	}
+	e.lastMillis = now
+	return now
+}

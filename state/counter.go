@@ -1,0 +1,100 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/statekit/statekit/internal/bugs"
+)
+
+// incrSQL is the whole increment in one statement: an absent or expired key
+// starts over from delta with the TTL (?3, NULL for none); a live integer
+// adds delta and keeps its deadline; bytes or a result outside [?5, ?6]
+// raise an error and change nothing. ?4 is now.
+const incrSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, ?3)
+ON CONFLICT(key) DO UPDATE SET
+	value = CASE
+		WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?4 THEN ?2
+		WHEN typeof(kv.value) <> 'integer' THEN statekit_raise('` + raiseNotInteger + `')
+		WHEN kv.value < ?5 OR kv.value > ?6 THEN statekit_raise('` + raiseOverflow + `')
+		ELSE kv.value + ?2
+	END,
+	expires_at = CASE
+		WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?4 THEN ?3
+		ELSE kv.expires_at
+	END
+RETURNING value`
+
+// Incr adds 1 to the integer at key and returns the result. An absent or
+// expired key starts from 0; TTL applies only when Incr creates the key. It
+// returns ErrNotInteger when the value is bytes and ErrOverflow when the
+// result would leave int64; the stored value is then unchanged.
+func (db *DB) Incr(ctx context.Context, key string, opts ...WriteOption) (int64, error) {
+	return db.IncrBy(ctx, key, 1, opts...)
+}
+
+// Decr subtracts 1, as IncrBy with -1.
+func (db *DB) Decr(ctx context.Context, key string, opts ...WriteOption) (int64, error) {
+	return db.IncrBy(ctx, key, -1, opts...)
+}
+
+// DecrBy subtracts delta, as IncrBy with -delta. A delta of math.MinInt64
+// gives ErrOverflow.
+func (db *DB) DecrBy(ctx context.Context, key string, delta int64, opts ...WriteOption) (int64, error) {
+	if delta == math.MinInt64 {
+		return 0, fmt.Errorf("decrby %q: %w", key, ErrOverflow)
+	}
+	return db.IncrBy(ctx, key, -delta, opts...)
+}
+
+// IncrBy adds delta to the integer at key in one statement and returns the
+// result, with Incr's rules.
+func (db *DB) IncrBy(ctx context.Context, key string, delta int64, opts ...WriteOption) (int64, error) {
+	ttl, err := checkIncr(key, opts)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = db.do(ctx, writing, func(now int64) (err error) {
+		n, err = db.incrBy(ctx, now, key, delta, ttl)
+		return err
+	})
+	return n, err
+}
+
+func checkIncr(key string, opts []WriteOption) (int64, error) {
+	if err := checkKey("key", key); err != nil {
+		return 0, err
+	}
+	ttl, err := writeTTLMillis(opts)
+	if err != nil {
+		return 0, fmt.Errorf("incr %q: %w", key, err)
+	}
+	return ttl, nil
+}
+
+// incrBounds returns the range a value must lie in for value+delta to stay
+// inside int64.
+func incrBounds(delta int64) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if delta > 0 {
+		hi -= delta
+	} else {
+		lo -= delta
+	}
+	return lo, hi
+}
+
+func (db *DB) incrBy(ctx context.Context, now int64, key string, delta, ttl int64) (int64, error) {
+	if db.cfg.bugs.Has(bugs.IncrTwoStatements) {
+		return db.bugIncrTwoStatements(ctx, now, key, delta, ttl)
+	}
+	lo, hi := incrBounds(delta)
+	var n int64
+	err := db.st.incr.QueryRowContext(ctx, key, delta, deadline(now, ttl), now, lo, hi).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("incr %q: %w", key, classify(ctx, err))
+	}
+	return n, nil
+}

@@ -1,0 +1,153 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+)
+
+// Sentinel errors. Check them with errors.Is: returned errors wrap them with
+// the key, file or cause that triggered them.
+var (
+	// ErrNotFound is returned by Get and TTL when the key is absent or its
+	// deadline has passed.
+	ErrNotFound = errors.New("statekit: key not found")
+	// ErrNotInteger is returned by Incr, IncrBy, Decr, DecrBy and Flush when
+	// the live value is bytes, not an integer. The stored value is unchanged.
+	ErrNotInteger = errors.New("statekit: value is not an integer")
+	// ErrOverflow is returned by the increment verbs when the result would
+	// fall outside int64. The stored value is unchanged.
+	ErrOverflow = errors.New("statekit: increment or decrement would overflow")
+	// ErrLeaseHeld is returned by Lease when another owner holds a live
+	// lease of that name. The error is a *LeaseHeldError naming the holder.
+	ErrLeaseHeld = errors.New("statekit: lease held by another owner")
+	// ErrLeaseLost is returned by Renew and Release when the lease has
+	// expired, was released, or a newer token was granted.
+	ErrLeaseLost = errors.New("statekit: lease lost")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("statekit: database is closed")
+	// ErrInvalidKey is returned when a key or lease name is empty, longer
+	// than MaxKeyBytes, not valid UTF-8, or contains a NUL byte.
+	ErrInvalidKey = errors.New("statekit: invalid key")
+	// ErrInvalidValue is returned when a value has an unsupported type or is
+	// longer than MaxValueBytes.
+	ErrInvalidValue = errors.New("statekit: invalid value")
+	// ErrInvalidTTL is returned when a TTL option or a lease ttl is zero or
+	// negative.
+	ErrInvalidTTL = errors.New("statekit: invalid ttl")
+	// ErrInvalidArgument is returned for other bad input: an empty or
+	// over-long lease owner, a nil *Lease, a nil Update callback.
+	ErrInvalidArgument = errors.New("statekit: invalid argument")
+	// ErrNotStatekit is returned by Open when the file exists but is not a
+	// statekit file (another SQLite database, a text file). The file is left
+	// untouched.
+	ErrNotStatekit = errors.New("statekit: not a statekit file")
+	// ErrSchemaTooNew is returned by Open when the file was written by a
+	// newer statekit with a schema version this one does not know.
+	ErrSchemaTooNew = errors.New("statekit: schema version is newer than this statekit")
+	// ErrBusy is returned when another process held the file's write lock
+	// for longer than the busy timeout (WithBusyTimeout).
+	ErrBusy = errors.New("statekit: database is busy")
+	// ErrReadOnly is returned by write verbs on a handle opened WithReadOnly.
+	ErrReadOnly = errors.New("statekit: database is read-only")
+	// ErrIO is returned when the file system failed a read, write or sync.
+	// The handle then refuses every further call with ErrIO: the failed
+	// write is never retried as if nothing happened. Reopen the file to
+	// recover the last committed state.
+	ErrIO = errors.New("statekit: I/O error")
+	// ErrDiskFull is returned when the disk has no room for a write. The
+	// failed transaction leaves nothing behind and the handle stays usable.
+	ErrDiskFull = errors.New("statekit: disk full")
+	// ErrCorrupt is returned when the file's content is damaged. The handle
+	// then refuses every further call, as with ErrIO.
+	ErrCorrupt = errors.New("statekit: file is corrupt")
+)
+
+// LeaseHeldError is the error Lease returns when another owner holds the
+// lease. It wraps ErrLeaseHeld.
+type LeaseHeldError struct {
+	Name    string    // lease name
+	Owner   string    // the current holder
+	Expires time.Time // when the holder's lease ends unless renewed
+	Left    time.Duration
+}
+
+// Error describes the holder and the time left.
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("statekit: lease %q held by %q for %v more", e.Name, e.Owner, e.Left)
+}
+
+// Unwrap returns ErrLeaseHeld.
+func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
+
+// Markers that SQL raises through statekit_raise, turned back into sentinels.
+const (
+	raiseNotInteger = "statekit-not-integer"
+	raiseOverflow   = "statekit-overflow"
+)
+
+// SQLite primary result codes the engine tells apart.
+const (
+	sqliteError     = 1
+	sqliteReadOnly  = 8
+	sqliteBusy      = 5
+	sqliteLocked    = 6
+	sqliteInterrupt = 9
+	sqliteIOErr     = 10
+	sqliteCorrupt   = 11
+	sqliteFull      = 13
+	sqliteCantOpen  = 14
+	sqliteNotADB    = 26
+)
+
+// classify turns a driver error into one that wraps the right sentinel.
+// It returns nil for nil.
+func classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("statekit: %w", ctxErr)
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, raiseNotInteger):
+		return ErrNotInteger
+	case strings.Contains(msg, raiseOverflow):
+		return ErrOverflow
+	}
+	switch sqliteCode(err) {
+	case sqliteBusy, sqliteLocked:
+		return fmt.Errorf("%w: %v", ErrBusy, err)
+	case sqliteFull:
+		return fmt.Errorf("%w: %v", ErrDiskFull, err)
+	case sqliteIOErr:
+		return fmt.Errorf("%w: %v", ErrIO, err)
+	case sqliteCorrupt, sqliteNotADB:
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	case sqliteReadOnly:
+		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	case sqliteInterrupt:
+		return fmt.Errorf("statekit: interrupted: %w", context.Canceled)
+	}
+	return err
+}
+
+// sqliteCode returns the primary SQLite result code in err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// fatal reports whether err leaves the handle unusable: after an I/O error
+// or corruption the engine never carries on as if nothing happened.
+func fatal(err error) bool {
+	return errors.Is(err, ErrIO) || errors.Is(err, ErrCorrupt)
+}

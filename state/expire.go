@@ -1,0 +1,83 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const (
+	// expireSQL sets the deadline of a live key.
+	expireSQL = `UPDATE kv SET expires_at = ?2
+WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?3)
+RETURNING 1`
+	// ttlSQL reads the deadline of a live key (NULL: none).
+	ttlSQL = `SELECT expires_at FROM kv WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2)`
+)
+
+// Expire sets the deadline of a live key to ttl from now (rounded up to
+// whole milliseconds) and reports true; for an absent or expired key it
+// reports false. A ttl of zero or less deletes the key, as Redis does, and
+// reports whether it was live.
+func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := checkKey("key", key); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := db.do(ctx, writing, func(now int64) (err error) {
+		ok, err = db.expire(ctx, now, key, ttl)
+		return err
+	})
+	return ok, err
+}
+
+// TTL returns the time key has left, NoExpiry for a live key without a
+// deadline, or ErrNotFound for an absent or expired key.
+func (db *DB) TTL(ctx context.Context, key string) (time.Duration, error) {
+	if err := checkKey("key", key); err != nil {
+		return 0, err
+	}
+	var left time.Duration
+	err := db.do(ctx, reading, func(now int64) (err error) {
+		left, err = db.ttl(ctx, now, key)
+		return err
+	})
+	return left, err
+}
+
+func (db *DB) expire(ctx context.Context, now int64, key string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		n, err := db.del(ctx, now, []string{key})
+		return n == 1, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return false, err
+	}
+	var one int
+	err = db.st.expire.QueryRowContext(ctx, key, now+ms, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("expire %q: %w", key, classify(ctx, err))
+	}
+	return true, nil
+}
+
+func (db *DB) ttl(ctx context.Context, now int64, key string) (time.Duration, error) {
+	var at sql.NullInt64
+	err := db.st.ttl.QueryRowContext(ctx, key, now).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("ttl %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ttl %q: %w", key, classify(ctx, err))
+	}
+	if !at.Valid {
+		return NoExpiry, nil
+	}
+	return time.Duration(at.Int64-now) * time.Millisecond, nil
+}

@@ -1,0 +1,193 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
+)
+
+const (
+	// leaseGrantSQL grants a free lease (never granted, expired or
+	// released: expires_at <= now) with the next token, or extends a live
+	// lease of the same owner keeping its token. A live lease of another
+	// owner matches no row. ?4 is now.
+	leaseGrantSQL = `INSERT INTO leases(name, owner, token, expires_at) VALUES (?1, ?2, 1, ?3)
+ON CONFLICT(name) DO UPDATE SET
+	token = CASE WHEN leases.expires_at > ?4 THEN leases.token ELSE leases.token + 1 END,
+	owner = excluded.owner,
+	expires_at = excluded.expires_at
+WHERE leases.expires_at <= ?4 OR leases.owner = excluded.owner
+RETURNING token`
+	// leaseGetSQL reads a lease row, live or not.
+	leaseGetSQL = `SELECT owner, token, expires_at FROM leases WHERE name = ?1`
+	// renewSQL extends a live lease that still has this owner and token.
+	renewSQL = `UPDATE leases SET expires_at = ?4
+WHERE name = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?5
+RETURNING token`
+	// releaseSQL ends a live lease and keeps its row and token, so the next
+	// grant gets a higher token.
+	releaseSQL = `UPDATE leases SET expires_at = 0
+WHERE name = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4
+RETURNING 1`
+)
+
+// Lease is a granted lease. Token is its fencing token: a resource the
+// holder writes must reject any token lower than one it has seen, since a
+// holder that paused past Expires may still write.
+type Lease struct {
+	Name    string    // the lease's name
+	Owner   string    // who holds it
+	Token   int64     // fencing token: higher than every token granted before under Name
+	Expires time.Time // when it ends unless renewed, in the engine's time
+}
+
+// Lease grants the lease name to owner for ttl and returns it with its
+// fencing token. A free name (never granted, expired or released) gets the
+// last token + 1, starting at 1. The same owner asking again while its lease
+// is live gets the same lease and token with the deadline moved to now+ttl,
+// so a retry after a lost reply is safe. A grant is durable before Lease
+// returns (synchronous=FULL), so a power loss never hands a token out twice.
+//
+// Lease returns a *LeaseHeldError wrapping ErrLeaseHeld when another owner
+// holds it, ErrInvalidKey for a bad name, ErrInvalidArgument for a bad owner
+// and ErrInvalidTTL for a ttl of zero or less.
+func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
+	ms, err := checkLease(name, owner, ttl)
+	if err != nil {
+		return nil, err
+	}
+	var l *Lease
+	err = db.do(ctx, writing, func(now int64) error {
+		return db.durably(ctx, func() (err error) {
+			l, err = db.lease(ctx, now, name, owner, ms)
+			return err
+		})
+	})
+	return l, err
+}
+
+// Renew moves the deadline of l to ttl from now and updates l.Expires. It
+// returns ErrLeaseLost once the lease has expired, was released, or a newer
+// token was granted; it never changes the token.
+func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
+	ms, err := checkHeld(l, ttl)
+	if err != nil {
+		return err
+	}
+	return db.do(ctx, writing, func(now int64) error { return db.renew(ctx, now, l, ms) })
+}
+
+// Release ends l at once, keeping its token so the next grant gets a higher
+// one. It returns ErrLeaseLost when l is no longer held.
+func (db *DB) Release(ctx context.Context, l *Lease) error {
+	if _, err := checkHeld(l, time.Millisecond); err != nil {
+		return err
+	}
+	return db.do(ctx, writing, func(now int64) error { return db.release(ctx, now, l) })
+}
+
+func checkLease(name, owner string, ttl time.Duration) (int64, error) {
+	if err := checkKey("lease name", name); err != nil {
+		return 0, err
+	}
+	if err := checkOwner(owner); err != nil {
+		return 0, err
+	}
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return 0, fmt.Errorf("lease %q: %w", name, err)
+	}
+	return ms, nil
+}
+
+func checkHeld(l *Lease, ttl time.Duration) (int64, error) {
+	if l == nil {
+		return 0, fmt.Errorf("%w: nil *Lease", ErrInvalidArgument)
+	}
+	return checkLease(l.Name, l.Owner, ttl)
+}
+
+// durably runs fn so that its commit is synced (synchronous=FULL) before it
+// returns. synchronous cannot change inside a transaction, so this wraps
+// autocommit statements only.
+func (db *DB) durably(ctx context.Context, fn func() error) error {
+	if db.cfg.sync == SyncFull || db.cfg.bugs.Has(bugs.LeaseNormalSync) {
+		return fn()
+	}
+	if _, err := db.st.syncFull.ExecContext(ctx); err != nil {
+		return classify(ctx, err)
+	}
+	err := fn()
+	if _, rerr := db.st.syncNormal.ExecContext(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+		err = classify(ctx, rerr)
+	}
+	return err
+}
+
+func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int64) (*Lease, error) {
+	if db.cfg.bugs.Has(bugs.LeaseTwoStatements) {
+		return db.bugLeaseTwoStatements(ctx, now, name, owner, ttl)
+	}
+	var token int64
+	err := db.st.leaseGrant.QueryRowContext(ctx, name, owner, now+ttl, now).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, db.leaseHeld(ctx, now, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+	}
+	if token < 1 {
+		panic(fmt.Sprintf("statekit: lease %q granted token %d", name, token))
+	}
+	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
+}
+
+// leaseHeld builds the error for a lease another owner holds.
+func (db *DB) leaseHeld(ctx context.Context, now int64, name string) error {
+	var owner string
+	var token, at int64
+	if err := db.st.leaseGet.QueryRowContext(ctx, name).Scan(&owner, &token, &at); err != nil {
+		return fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+	}
+	return &LeaseHeldError{Name: name, Owner: owner, Expires: time.UnixMilli(at),
+		Left: time.Duration(at-now) * time.Millisecond}
+}
+
+func (db *DB) renew(ctx context.Context, now int64, l *Lease, ttl int64) error {
+	stmt := db.st.renew
+	if db.cfg.bugs.Has(bugs.RenewBumpsToken) {
+		stmt = db.st.bugRenewBump
+	}
+	var token int64
+	err := stmt.QueryRowContext(ctx, l.Name, l.Owner, l.Token, now+ttl, now).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("renew %q token %d: %w", l.Name, l.Token, ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("renew %q: %w", l.Name, classify(ctx, err))
+	}
+	l.Token = token
+	l.Expires = time.UnixMilli(now + ttl)
+	return nil
+}
+
+func (db *DB) release(ctx context.Context, now int64, l *Lease) error {
+	stmt := db.st.release
+	if db.cfg.bugs.Has(bugs.ReleaseDeletes) {
+		stmt = db.st.bugReleaseDelete
+	}
+	var one int
+	err := stmt.QueryRowContext(ctx, l.Name, l.Owner, l.Token, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("release %q token %d: %w", l.Name, l.Token, ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("release %q: %w", l.Name, classify(ctx, err))
+	}
+	l.Expires = time.UnixMilli(now)
+	return nil
+}

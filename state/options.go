@@ -1,0 +1,122 @@
+package state
+
+import (
+	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
+)
+
+// SyncMode is how hard a commit waits for the disk.
+type SyncMode int
+
+const (
+	// SyncNormal commits with SQLite's synchronous=NORMAL in WAL mode: a
+	// commit survives an application crash, but a power loss can roll back
+	// the latest commits (what survives is always a prefix of them). This is
+	// the default for every write except lease grants.
+	SyncNormal SyncMode = iota
+	// SyncFull commits with synchronous=FULL: the WAL is synced before the
+	// commit returns, so it survives a power loss, and so does every commit
+	// before it. Lease grants always commit this way.
+	SyncFull
+)
+
+// Default settings.
+const (
+	DefaultBusyTimeout   = 5 * time.Second
+	DefaultSweepInterval = time.Second
+	DefaultFlushInterval = 250 * time.Millisecond
+)
+
+// config is what the options set.
+type config struct {
+	clock         Clock
+	sync          SyncMode
+	busyTimeout   time.Duration
+	sweepInterval time.Duration
+	flushInterval time.Duration
+	background    bool
+	readOnly      bool
+	bugs          bugs.Set
+}
+
+func defaultConfig() config {
+	return config{
+		sync:          SyncNormal,
+		busyTimeout:   DefaultBusyTimeout,
+		sweepInterval: DefaultSweepInterval,
+		flushInterval: DefaultFlushInterval,
+		background:    true,
+	}
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithClock makes the engine read time from c instead of the operating
+// system. The simulator and tests inject a clock they step by hand.
+func WithClock(c Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithSync sets the sync mode of ordinary writes (SyncNormal by default).
+// Lease grants commit with SyncFull whatever this says.
+func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
+
+// WithBusyTimeout sets how long a verb waits for another process's write
+// lock before it fails with ErrBusy (DefaultBusyTimeout by default).
+func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
+
+// WithSweepInterval sets how often the background sweeper deletes expired
+// keys (DefaultSweepInterval by default); zero or less turns it off.
+func WithSweepInterval(d time.Duration) Option {
+	return func(cfg *config) { cfg.sweepInterval = d }
+}
+
+// WithFlushInterval sets how often buffered increments are written
+// (DefaultFlushInterval by default); zero or less turns the background flush
+// off, leaving Flush and Close to write them.
+func WithFlushInterval(d time.Duration) Option {
+	return func(cfg *config) { cfg.flushInterval = d }
+}
+
+// WithoutBackground starts no goroutine at all: no background sweep and no
+// background flush. A simulator that calls Sweep and Flush itself at virtual
+// times uses it.
+func WithoutBackground() Option { return func(cfg *config) { cfg.background = false } }
+
+// WithReadOnly opens the file for reading only: it must exist and be a
+// statekit file, nothing in it is created, changed or advanced (not even the
+// high-water mark), and every write verb fails with ErrReadOnly.
+func WithReadOnly() Option { return func(cfg *config) { cfg.readOnly = true } }
+
+// WithPlantedBugs makes the engine wrong on purpose, for statekit's own
+// simulator and stress tests, which must show that their checks catch it.
+// Code outside this module cannot build its argument.
+func WithPlantedBugs(s bugs.Set) Option { return func(cfg *config) { cfg.bugs = s } }
+
+// WriteOption configures one write verb.
+type WriteOption func(*writeConfig)
+
+type writeConfig struct {
+	ttl    time.Duration
+	hasTTL bool
+}
+
+// TTL gives the key a deadline d from now, rounded up to whole
+// milliseconds. Set applies it always; Incr, IncrBy, Decr and DecrBy only
+// when they create the key. A d of zero or less makes the verb fail with
+// ErrInvalidTTL.
+func TTL(d time.Duration) WriteOption {
+	return func(w *writeConfig) { w.ttl, w.hasTTL = d, true }
+}
+
+// writeTTLMillis applies opts and returns the TTL in milliseconds, 0 for none.
+func writeTTLMillis(opts []WriteOption) (int64, error) {
+	var w writeConfig
+	for _, o := range opts {
+		o(&w)
+	}
+	if !w.hasTTL {
+		return 0, nil
+	}
+	return ttlMillis(w.ttl)
+}

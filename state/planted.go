@@ -1,0 +1,82 @@
+package state
+
+// The planted bugs (internal/bugs): wrong on purpose, compiled in, off
+// unless WithPlantedBugs turns them on. The simulator and the stress test
+// must catch each one; nothing else may use them.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const (
+	bugGetAnySQL    = `SELECT value FROM kv WHERE key = ?1 AND ?2 IS NOT NULL`
+	bugRenewBumpSQL = `UPDATE leases SET expires_at = ?4, token = token + 1
+WHERE name = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?5 RETURNING token`
+	bugReleaseDeleteSQL = `DELETE FROM leases WHERE name = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4 RETURNING 1`
+	bugCASTextSQL       = `UPDATE kv SET value = ?3
+WHERE key = ?1 AND CAST(value AS TEXT) = CAST(?2 AS TEXT) AND (expires_at IS NULL OR expires_at > ?4)
+RETURNING 1`
+	bugIncrPlainSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, NULL)
+ON CONFLICT(key) DO UPDATE SET value = CASE
+	WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?3 THEN ?2 ELSE kv.value + ?2 END,
+	expires_at = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?3 THEN NULL ELSE kv.expires_at END
+RETURNING value`
+	bugIncrExpireSQL  = `UPDATE kv SET expires_at = ?2 WHERE key = ?1`
+	bugLeaseInsertSQL = `INSERT OR REPLACE INTO leases(name, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4)`
+)
+
+// bugIncrTwoStatements is the classic rate-limiter bug: INCR, then EXPIRE
+// when the result says the key was just created, as two statements.
+func (db *DB) bugIncrTwoStatements(ctx context.Context, now int64, key string, delta, ttl int64) (int64, error) {
+	var n int64
+	if err := db.st.bugIncrPlain.QueryRowContext(ctx, key, delta, now).Scan(&n); err != nil {
+		return 0, classify(ctx, err)
+	}
+	if ttl > 0 && n == delta {
+		if _, err := db.st.bugIncrExpire.ExecContext(ctx, key, now+ttl); err != nil {
+			return 0, classify(ctx, err)
+		}
+	}
+	return n, nil
+}
+
+// bugCASIgnoresType compares values as text, so int 7 matches "7".
+func (db *DB) bugCASIgnoresType(ctx context.Context, now int64, key string, exp Value, nv *Value) (bool, error) {
+	if nv == nil {
+		return false, fmt.Errorf("cas-ignores-type: delete not planted")
+	}
+	var one int
+	err := db.st.bugCASText.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, classify(ctx, err)
+}
+
+// bugLeaseTwoStatements reads the lease row, decides in Go, and writes it
+// back in a second autocommit statement: two processes can both see the
+// lease free and both compute the same token.
+func (db *DB) bugLeaseTwoStatements(ctx context.Context, now int64, name, owner string, ttl int64) (*Lease, error) {
+	var cur string
+	var token, at int64
+	err := db.st.leaseGet.QueryRowContext(ctx, name).Scan(&cur, &token, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		token = 1
+	case err != nil:
+		return nil, classify(ctx, err)
+	case at > now && cur != owner:
+		return nil, &LeaseHeldError{Name: name, Owner: cur, Expires: time.UnixMilli(at),
+			Left: time.Duration(at-now) * time.Millisecond}
+	case at <= now:
+		token++
+	}
+	if _, err := db.st.bugLeaseInsert.ExecContext(ctx, name, owner, token, now+ttl); err != nil {
+		return nil, classify(ctx, err)
+	}
+	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
+}

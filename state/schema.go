@@ -1,0 +1,117 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// The file's identity and schema version, kept in SQLite's header so the
+// sqlite3 shell shows them (PRAGMA application_id, PRAGMA user_version).
+const (
+	// ApplicationID marks a statekit file: "STK1" in ASCII.
+	ApplicationID = 0x53544B31
+	// SchemaVersion is the schema this statekit writes and reads.
+	SchemaVersion = 1
+)
+
+// schemaSQL is the documented, stable schema. Deadlines are unix
+// milliseconds; NULL in kv.expires_at means no deadline. A lease row is
+// never deleted: release sets expires_at to 0 and keeps the token.
+const schemaSQL = `
+CREATE TABLE kv (
+	key        TEXT PRIMARY KEY,
+	value      NOT NULL,
+	expires_at INTEGER
+);
+CREATE INDEX kv_expires ON kv(expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE leases (
+	name       TEXT PRIMARY KEY,
+	owner      TEXT NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE meta (
+	k TEXT PRIMARY KEY,
+	v INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta(k, v) VALUES ('hwm', 0);
+`
+
+// fileKind is what inspect found.
+type fileKind int
+
+const (
+	fileEmpty    fileKind = iota // no schema, no application id: ours to create
+	fileStatekit                 // ours, current schema
+)
+
+// inspect reads the file's identity without writing anything, so a foreign
+// file is left byte-for-byte untouched.
+func inspect(ctx context.Context, conn *sql.Conn, path string) (fileKind, error) {
+	var appID, version, objects int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return 0, openError(ctx, path, err)
+	}
+	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return 0, openError(ctx, path, err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+		return 0, openError(ctx, path, err)
+	}
+	switch {
+	case appID == 0 && version == 0 && objects == 0:
+		return fileEmpty, nil
+	case appID != ApplicationID:
+		return 0, fmt.Errorf("%w: %s is an SQLite database of another application (application_id %#x)", ErrNotStatekit, path, appID)
+	case version > SchemaVersion:
+		return 0, fmt.Errorf("%w: %s has schema version %d, this statekit knows up to %d", ErrSchemaTooNew, path, version, SchemaVersion)
+	case version != SchemaVersion:
+		return 0, fmt.Errorf("%w: %s has unknown schema version %d", ErrNotStatekit, path, version)
+	}
+	return fileStatekit, nil
+}
+
+// openError names the file in an error met while opening it.
+func openError(ctx context.Context, path string, err error) error {
+	if sqliteCode(err) == sqliteNotADB {
+		return fmt.Errorf("%w: %s is not an SQLite database", ErrNotStatekit, path)
+	}
+	return fmt.Errorf("open %s: %w", path, classify(ctx, err))
+}
+
+// create makes the schema in an empty file. Several processes may race to
+// create the same new file: the write lock orders them and the second finds
+// the schema there.
+func create(ctx context.Context, conn *sql.Conn, path string) error {
+	// journal_mode=WAL changes the header, so it runs only once inspect
+	// found the file empty or ours.
+	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode=WAL`); err != nil {
+		return openError(ctx, path, err)
+	}
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return openError(ctx, path, err)
+	}
+	err := func() error {
+		kind, err := inspect(ctx, conn, path)
+		if err != nil || kind == fileStatekit {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, schemaSQL); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA application_id = %d`, ApplicationID)); err != nil {
+			return err
+		}
+		_, err = conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion))
+		return err
+	}()
+	if err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return openError(ctx, path, err)
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return openError(ctx, path, err)
+	}
+	return nil
+}

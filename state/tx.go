@@ -1,0 +1,221 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const (
+	beginSQL    = `BEGIN IMMEDIATE`
+	commitSQL   = `COMMIT`
+	rollbackSQL = `ROLLBACK`
+	// touchSQL rewrites the meta row: a write whose FULL commit makes every
+	// commit before it durable.
+	touchSQL = `UPDATE meta SET v = v WHERE k = 'hwm'`
+)
+
+// Tx is a read/write transaction: every verb inside it runs at one engine
+// time under the file's write lock (BEGIN IMMEDIATE), and all of it commits
+// or none of it does. A Tx is valid only inside its Update callback and is
+// not safe for concurrent use.
+type Tx struct {
+	db      *DB
+	ctx     context.Context
+	now     int64
+	granted bool  // a lease was granted: the commit must be durable
+	broken  error // a fatal error inside: the transaction cannot commit
+}
+
+// Update runs fn in a transaction. If fn returns an error or panics, or a
+// verb inside fails fatally, everything it wrote is rolled back and Update
+// returns that error (or re-panics). A verb's own error (ErrNotFound,
+// ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
+// returns it. If fn granted a lease, the commit is durable before Update
+// returns.
+func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil Update callback", ErrInvalidArgument)
+	}
+	return db.do(ctx, writing, func(now int64) error {
+		if _, err := db.st.begin.ExecContext(ctx); err != nil {
+			return classify(ctx, err)
+		}
+		tx := &Tx{db: db, ctx: ctx, now: now}
+		committed := false
+		defer func() {
+			if !committed {
+				_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+			}
+		}()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if tx.broken != nil {
+			return tx.broken
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("statekit: %w", err)
+		}
+		if _, err := db.st.commit.ExecContext(ctx); err != nil {
+			return classify(ctx, err)
+		}
+		committed = true
+		if tx.granted {
+			return db.durably(ctx, func() error {
+				_, err := db.st.touch.ExecContext(ctx)
+				return classify(ctx, err)
+			})
+		}
+		return nil
+	})
+}
+
+// run runs one verb inside the transaction and remembers a fatal error.
+func (tx *Tx) run(err error) error {
+	if err != nil && (fatal(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
+		tx.broken = err
+	}
+	return err
+}
+
+// usable refuses verbs after a fatal error inside the transaction.
+func (tx *Tx) usable() error {
+	if tx.broken != nil {
+		return fmt.Errorf("statekit: transaction failed earlier: %w", tx.broken)
+	}
+	return nil
+}
+
+// Get is DB.Get inside the transaction.
+func (tx *Tx) Get(key string) (Value, error) {
+	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
+		return Value{}, err
+	}
+	v, err := tx.db.get(tx.ctx, tx.now, key)
+	return v, tx.run(err)
+}
+
+// Set is DB.Set inside the transaction.
+func (tx *Tx) Set(key string, value any, opts ...WriteOption) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	v, ttl, err := checkSet(key, value, opts)
+	if err != nil {
+		return err
+	}
+	return tx.run(tx.db.set(tx.ctx, tx.now, key, v, ttl))
+}
+
+// Del is DB.Del inside the transaction.
+func (tx *Tx) Del(keys ...string) (int, error) {
+	if err := firstErr(tx.usable(), checkKeys(keys)); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	n, err := tx.db.del(tx.ctx, tx.now, keys)
+	return n, tx.run(err)
+}
+
+// Incr is DB.Incr inside the transaction.
+func (tx *Tx) Incr(key string, opts ...WriteOption) (int64, error) {
+	return tx.IncrBy(key, 1, opts...)
+}
+
+// IncrBy is DB.IncrBy inside the transaction.
+func (tx *Tx) IncrBy(key string, delta int64, opts ...WriteOption) (int64, error) {
+	if err := tx.usable(); err != nil {
+		return 0, err
+	}
+	ttl, err := checkIncr(key, opts)
+	if err != nil {
+		return 0, err
+	}
+	n, err := tx.db.incrBy(tx.ctx, tx.now, key, delta, ttl)
+	return n, tx.run(err)
+}
+
+// CAS is DB.CAS inside the transaction.
+func (tx *Tx) CAS(key string, expected, new any) (bool, error) {
+	if err := tx.usable(); err != nil {
+		return false, err
+	}
+	exp, nv, err := checkCAS(key, expected, new)
+	if err != nil {
+		return false, err
+	}
+	ok, err := tx.db.cas(tx.ctx, tx.now, key, exp, nv)
+	return ok, tx.run(err)
+}
+
+// Expire is DB.Expire inside the transaction.
+func (tx *Tx) Expire(key string, ttl time.Duration) (bool, error) {
+	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
+		return false, err
+	}
+	ok, err := tx.db.expire(tx.ctx, tx.now, key, ttl)
+	return ok, tx.run(err)
+}
+
+// TTL is DB.TTL inside the transaction.
+func (tx *Tx) TTL(key string) (time.Duration, error) {
+	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
+		return 0, err
+	}
+	d, err := tx.db.ttl(tx.ctx, tx.now, key)
+	return d, tx.run(err)
+}
+
+// Lease is DB.Lease inside the transaction. The grant commits with the
+// transaction, and Update makes that commit durable before it returns.
+func (tx *Tx) Lease(name, owner string, ttl time.Duration) (*Lease, error) {
+	if err := tx.usable(); err != nil {
+		return nil, err
+	}
+	ms, err := checkLease(name, owner, ttl)
+	if err != nil {
+		return nil, err
+	}
+	l, err := tx.db.lease(tx.ctx, tx.now, name, owner, ms)
+	if err == nil {
+		tx.granted = true
+	}
+	return l, tx.run(err)
+}
+
+// Renew is DB.Renew inside the transaction.
+func (tx *Tx) Renew(l *Lease, ttl time.Duration) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	ms, err := checkHeld(l, ttl)
+	if err != nil {
+		return err
+	}
+	return tx.run(tx.db.renew(tx.ctx, tx.now, l, ms))
+}
+
+// Release is DB.Release inside the transaction.
+func (tx *Tx) Release(l *Lease) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
+	if _, err := checkHeld(l, time.Millisecond); err != nil {
+		return err
+	}
+	return tx.run(tx.db.release(tx.ctx, tx.now, l))
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
