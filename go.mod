@@ -4,10 +4,11 @@ go 1.26.0
 
 require (
 	github.com/stretchr/testify v1.12.1
-	modernc.org/sqlite v1.62.0
+	modernc.org/sqlite v1.62.0 // pinned exactly: state/vfs builds on its generated lib types (Tsqlite3_vfs, Tsqlite3_io_methods); bump only with the VFS crash and -race tests green
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -18,4 +19,5 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
