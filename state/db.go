@@ -127,8 +127,12 @@ func (db *DB) open(dsn string) error {
 		return fmt.Errorf("%w: %s is empty", ErrNotStatekit, db.path)
 	}
 	if !db.cfg.readOnly {
-		if err := create(ctx, conn, db.path); err != nil {
-			return err
+		if kind == fileEmpty {
+			if err := create(ctx, conn, db.path, db.cfg.busyTimeout); err != nil {
+				return err
+			}
+		} else if err := toWAL(ctx, conn, db.cfg.busyTimeout); err != nil {
+			return openError(ctx, db.path, err)
 		}
 		sync := "NORMAL"
 		if db.cfg.sync == SyncFull {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // The file's identity and schema version, kept in SQLite's header so the
@@ -38,6 +39,11 @@ CREATE TABLE meta (
 INSERT INTO meta(k, v) VALUES ('hwm', 0);
 `
 
+// inspectSQL reads the file's identity in one snapshot.
+const inspectSQL = `SELECT (SELECT application_id FROM pragma_application_id()),
+	(SELECT user_version FROM pragma_user_version()),
+	(SELECT count(*) FROM sqlite_schema)`
+
 // fileKind is what inspect found.
 type fileKind int
 
@@ -50,13 +56,10 @@ const (
 // file is left byte-for-byte untouched.
 func inspect(ctx context.Context, conn *sql.Conn, path string) (fileKind, error) {
 	var appID, version, objects int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
-		return 0, openError(ctx, path, err)
-	}
-	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return 0, openError(ctx, path, err)
-	}
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+	// One statement is one snapshot: another process creating the file at
+	// this moment is seen either before or after its commit, never halfway.
+	err := conn.QueryRowContext(ctx, inspectSQL).Scan(&appID, &version, &objects)
+	if err != nil {
 		return 0, openError(ctx, path, err)
 	}
 	switch {
@@ -83,11 +86,11 @@ func openError(ctx context.Context, path string, err error) error {
 // create makes the schema in an empty file. Several processes may race to
 // create the same new file: the write lock orders them and the second finds
 // the schema there.
-func create(ctx context.Context, conn *sql.Conn, path string) error {
+func create(ctx context.Context, conn *sql.Conn, path string, busyTimeout time.Duration) error {
 	// journal_mode=WAL changes the header, so it runs only once inspect
 	// found the file empty or ours.
-	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode=WAL`); err != nil {
-		return openError(ctx, path, err)
+	if err := toWAL(ctx, conn, busyTimeout); err != nil {
+		return openError(ctx, path, fmt.Errorf("journal_mode: %w", err))
 	}
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return openError(ctx, path, err)
@@ -114,4 +117,20 @@ func create(ctx context.Context, conn *sql.Conn, path string) error {
 		return openError(ctx, path, err)
 	}
 	return nil
+}
+
+// toWAL switches the file to WAL mode. SQLite answers SQLITE_BUSY at once,
+// without its busy handler, when another process reads the file during the
+// switch (several processes creating one file at the same moment), so this
+// retries for up to the busy timeout. Only a new file's first opens contend
+// here; once the file is in WAL mode the pragma changes nothing.
+func toWAL(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration) error {
+	const pause = 5 * time.Millisecond
+	for tries := int(busyTimeout/pause) + 1; ; tries-- {
+		_, err := conn.ExecContext(ctx, `PRAGMA journal_mode=WAL`)
+		if c := sqliteCode(err); tries <= 1 || (c != sqliteBusy && c != sqliteLocked) {
+			return err
+		}
+		time.Sleep(pause)
+	}
 }

@@ -1,0 +1,99 @@
+package state_test
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSweepDeletesOnlyExpired(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error {
+			for i := 0; i < 1000; i++ {
+				if err := tx.Set(fmt.Sprintf("short%04d", i), i, state.TTL(time.Second)); err != nil {
+					return err
+				}
+			}
+			for i := 0; i < 10; i++ {
+				if err := tx.Set(fmt.Sprintf("long%d", i), i, state.TTL(time.Hour)); err != nil {
+					return err
+				}
+				if err := tx.Set(fmt.Sprintf("forever%d", i), i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		_, err := f.db.Lease(f.ctx, "job", "a", time.Millisecond)
+		require.NoError(t, err)
+
+		n, err := f.db.Sweep(f.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "nothing expired yet")
+
+		f.clock.advance(999 * time.Millisecond)
+		n, err = f.db.Sweep(f.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "one ms before the deadline nothing is swept")
+
+		f.clock.advance(time.Millisecond)
+		n, err = f.db.Sweep(f.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1000, n, "every expired key, across several batches")
+		assert.Equal(t, "int:3", f.get("long3"))
+		assert.Equal(t, "int:3", f.get("forever3"))
+
+		l, err := f.db.Lease(f.ctx, "job", "b", time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), l.Token, "leases are never swept")
+	})
+}
+
+func TestWritesSweepALittle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		for i := 0; i < 100; i++ {
+			require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, state.TTL(time.Millisecond)))
+		}
+		f.clock.advance(time.Millisecond)
+		for i := 0; i < 1000; i++ {
+			_, err := f.db.Incr(f.ctx, "counter")
+			require.NoError(t, err)
+		}
+		n, err := f.db.Sweep(f.ctx)
+		require.NoError(t, err)
+		assert.Less(t, n, 100, "writes swept some expired keys inline")
+	})
+}
+
+func TestBackgroundWorkRuns(t *testing.T) {
+	clock := newClock()
+	path := filepath.Join(t.TempDir(), "bg.state")
+	db, err := state.Open(path, state.WithClock(clock),
+		state.WithSweepInterval(time.Millisecond), state.WithFlushInterval(time.Millisecond))
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set(t.Context(), "k", 1, state.TTL(time.Millisecond)))
+	clock.advance(time.Millisecond)
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer raw.Close()
+	require.Eventually(t, func() bool {
+		var rows int
+		require.NoError(t, raw.QueryRow(`SELECT count(*) FROM kv`).Scan(&rows))
+		return rows == 0
+	}, 10*time.Second, 5*time.Millisecond, "the background sweeper deleted the expired row")
+
+	require.NoError(t, db.IncrBuffered("n", 3))
+	require.Eventually(t, func() bool {
+		v, err := db.Get(t.Context(), "n")
+		return err == nil && v.String() == "3"
+	}, 10*time.Second, 5*time.Millisecond, "the background flusher wrote the buffered increment")
+}

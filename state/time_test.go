@@ -1,0 +1,120 @@
+package state_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWallStepWhileRunningChangesNoDeadline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(10*time.Second)))
+		l, err := f.db.Lease(f.ctx, "job", "a", 10*time.Second)
+		require.NoError(t, err)
+		for _, step := range []time.Duration{time.Hour, -2 * time.Hour, 24 * time.Hour} {
+			f.clock.stepWall(step)
+			left, err := f.db.TTL(f.ctx, "k")
+			require.NoError(t, err)
+			assert.Equal(t, 10*time.Second, left, "after a wall step of %v", step)
+		}
+		_, err = f.db.Lease(f.ctx, "job", "b", time.Second)
+		assert.ErrorIs(t, err, state.ErrLeaseHeld, "a wall step forward does not end a live lease")
+		f.clock.advance(10 * time.Second)
+		assert.Equal(t, "<absent>", f.get("k"), "true time passing ends it")
+		assert.ErrorIs(t, f.db.Renew(f.ctx, l, time.Second), state.ErrLeaseLost)
+	})
+}
+
+// restartBehind writes a key with a 10 s TTL, lets 5 s pass, then restarts
+// with the wall clock an hour behind, and returns the time left after.
+func restartBehind(t *testing.T, f *fixture, opts ...state.Option) time.Duration {
+	require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(10*time.Second)))
+	f.clock.advance(5 * time.Second)
+	_, err := f.db.Get(f.ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, f.db.Close())
+	f.clock = f.clock.restart()
+	f.clock.stepWall(-time.Hour)
+	f.db = f.open(opts...)
+	left, err := f.db.TTL(f.ctx, "k")
+	require.NoError(t, err)
+	return left
+}
+
+func TestRestartWithWallBehindResumesFromMark(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		left := restartBehind(t, f)
+		assert.LessOrEqual(t, left, 5*time.Second, "time never goes back across a restart")
+		assert.GreaterOrEqual(t, left, 5*time.Second-500*time.Millisecond, "and resumes at most the mark's lead later")
+	})
+}
+
+func TestNoHWMBugStretchesDeadlines(t *testing.T) {
+	f := newFixture(t, backends[0])
+	left := restartBehind(t, f, state.WithPlantedBugs(bugs.Set{}.With(bugs.NoHWM)))
+	assert.Greater(t, left, time.Hour, "without the mark, a wall clock behind stretches the TTL")
+}
+
+func TestRestartWithWallAheadUsesWall(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(time.Hour)))
+		require.NoError(t, f.db.Close())
+		f.clock = f.clock.restart()
+		f.clock.stepWall(30 * time.Minute)
+		f.db = f.open()
+		left, err := f.db.TTL(f.ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, 30*time.Minute, left, "time spent down counts, by the wall clock")
+	})
+}
+
+func TestEngineTimeNeverGoesBack(t *testing.T) {
+	f := newFixture(t, backends[0])
+	prev := f.db.Now()
+	for i := 0; i < 50; i++ {
+		if i%7 == 0 {
+			f.reopen()
+			f.clock.stepWall(-time.Minute)
+		}
+		f.clock.advance(time.Duration(i) * time.Millisecond)
+		require.NoError(t, f.db.Set(f.ctx, "k", i))
+		now := f.db.Now()
+		assert.False(t, now.Before(prev), "step %d: %v before %v", i, now, prev)
+		prev = now
+	}
+}
+
+// TestEngineNeverReadsTheClock keeps the promise that the engine takes time
+// only from its Clock: no time.Now, time.Since or time.Until, and no SQL
+// clock functions.
+func TestEngineNeverReadsTheClock(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	forbidden := regexp.MustCompile(`time\.(Now|Since|Until)\(|unixepoch|julianday|'now'|current_(time|date|timestamp)`)
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(src), "\n") {
+			if forbidden.MatchString(strings.ToLower(line)) || forbidden.MatchString(line) {
+				t.Errorf("%s:%d reads the clock: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+		checked++
+	}
+	assert.Greater(t, checked, 10, "the engine's files were found")
+}

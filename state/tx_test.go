@@ -1,0 +1,132 @@
+package state_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestUpdateCommitsEveryVerb(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "old", "x"))
+		var lease *state.Lease
+		err := f.db.Update(f.ctx, func(tx *state.Tx) error {
+			if err := tx.Set("a", "1", state.TTL(time.Minute)); err != nil {
+				return err
+			}
+			v, err := tx.Get("a")
+			if err != nil {
+				return err
+			}
+			assert.Equal(t, "1", v.String(), "a tx reads its own writes")
+			if _, err := tx.Incr("n"); err != nil {
+				return err
+			}
+			if _, err := tx.IncrBy("n", 9); err != nil {
+				return err
+			}
+			if ok, err := tx.CAS("a", "1", "2"); err != nil || !ok {
+				return errors.Join(err, errors.New("cas did not swap"))
+			}
+			if ok, err := tx.Expire("n", time.Hour); err != nil || !ok {
+				return errors.Join(err, errors.New("expire did nothing"))
+			}
+			if left, err := tx.TTL("n"); err != nil || left != time.Hour {
+				return errors.Join(err, errors.New("ttl wrong"))
+			}
+			if n, err := tx.Del("old"); err != nil || n != 1 {
+				return errors.Join(err, errors.New("del wrong"))
+			}
+			lease, err = tx.Lease("job", "me", time.Minute)
+			return err
+		})
+		require.NoError(t, err)
+		assert.Equal(t, "bytes:2", f.get("a"))
+		assert.Equal(t, "int:10", f.get("n"))
+		assert.Equal(t, "<absent>", f.get("old"))
+		assert.Equal(t, int64(1), lease.Token)
+		_, err = f.db.Lease(f.ctx, "job", "other", time.Second)
+		assert.ErrorIs(t, err, state.ErrLeaseHeld, "the grant committed")
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { return tx.Renew(lease, time.Hour) }))
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { return tx.Release(lease) }))
+		assert.ErrorIs(t, f.db.Release(f.ctx, lease), state.ErrLeaseLost)
+	})
+}
+
+func TestUpdateRollsBackOnError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "a", 1))
+		boom := errors.New("boom")
+		err := f.db.Update(f.ctx, func(tx *state.Tx) error {
+			if err := tx.Set("a", 2); err != nil {
+				return err
+			}
+			if _, err := tx.Lease("job", "me", time.Minute); err != nil {
+				return err
+			}
+			if _, err := tx.Incr("b"); err != nil {
+				return err
+			}
+			return boom
+		})
+		assert.ErrorIs(t, err, boom)
+		assert.Equal(t, "int:1", f.get("a"))
+		assert.Equal(t, "<absent>", f.get("b"))
+		l, err := f.db.Lease(f.ctx, "job", "other", time.Second)
+		require.NoError(t, err, "the rolled-back grant is gone")
+		assert.Equal(t, int64(1), l.Token, "and its token was never issued")
+	})
+}
+
+func TestUpdateRollsBackOnPanic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		assert.PanicsWithValue(t, "oops", func() {
+			_ = f.db.Update(f.ctx, func(tx *state.Tx) error {
+				_ = tx.Set("a", 1)
+				panic("oops")
+			})
+		})
+		assert.Equal(t, "<absent>", f.get("a"))
+		require.NoError(t, f.db.Set(f.ctx, "a", 2), "the handle still works after a panic")
+		assert.Equal(t, "int:2", f.get("a"))
+	})
+}
+
+func TestUpdateVerbErrorDoesNotAbortUnlessReturned(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "s", "text"))
+		err := f.db.Update(f.ctx, func(tx *state.Tx) error {
+			_, err := tx.Incr("s")
+			assert.ErrorIs(t, err, state.ErrNotInteger)
+			_, err = tx.Get("missing")
+			assert.ErrorIs(t, err, state.ErrNotFound)
+			return tx.Set("after", 1)
+		})
+		require.NoError(t, err)
+		assert.Equal(t, "int:1", f.get("after"))
+		assert.Equal(t, "bytes:text", f.get("s"))
+
+		err = f.db.Update(f.ctx, func(tx *state.Tx) error {
+			_ = tx.Set("x", 1)
+			_, err := tx.Incr("s")
+			return err
+		})
+		assert.ErrorIs(t, err, state.ErrNotInteger)
+		assert.Equal(t, "<absent>", f.get("x"))
+	})
+}
+
+func TestUpdateNilCallback(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		assert.ErrorIs(t, f.db.Update(f.ctx, nil), state.ErrInvalidArgument)
+	})
+}
