@@ -43,7 +43,7 @@ ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = excluded.exp
 
 // naive is the baseline: a database/sql pool and its prepared statements.
 type naive struct {
-	db                   *sql.DB
+	db                  *sql.DB
 	incr, get, set, cas *sql.Stmt
 }
 

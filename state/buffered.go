@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -70,8 +71,8 @@ func (b *buffer) restore(d map[string]int64) {
 
 // Flush writes the buffered increments in one transaction, keys in sorted
 // order. A key whose stored value is bytes, or whose sum would overflow,
-// loses its buffered delta and is named in the returned error (wrapping
-// ErrNotInteger or ErrOverflow); the others are written. If the transaction
+// loses its buffered delta and is named in the returned *FlushError (which
+// wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
 // cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
 // buffer for the next flush; after an I/O error they are lost with the handle.
 func (db *DB) Flush(ctx context.Context) error {
@@ -91,21 +92,18 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		return nil
 	}
 	keys := slices.Sorted(maps.Keys(d))
-	var keyErrs []error
+	dropped := map[string]error{}
 	err := db.do(ctx, writing, func(now int64) error {
 		if _, err := db.st.begin.ExecContext(ctx); err != nil {
 			return notWritten(classify(ctx, err))
 		}
 		for _, k := range keys {
-			if d[k] == 0 {
-				continue
-			}
 			if _, err := db.incrBy(ctx, now, k, d[k], 0); err != nil {
 				if fatal(err) || ctx.Err() != nil {
 					_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 					return notWritten(err)
 				}
-				keyErrs = append(keyErrs, fmt.Errorf("flush: delta %d dropped: %w", d[k], err))
+				dropped[k] = fmt.Errorf("delta %d dropped: %w", d[k], err)
 			}
 		}
 		if _, err := db.st.commit.ExecContext(ctx); err != nil {
@@ -114,10 +112,38 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(dropped) == 0 {
 		return err
 	}
-	return errors.Join(keyErrs...)
+	return &FlushError{Dropped: dropped}
+}
+
+// FlushError is the error Flush (and Close) return when some keys' buffered
+// deltas could not be applied: their stored value is bytes (ErrNotInteger)
+// or the sum would overflow (ErrOverflow). The other keys were written.
+type FlushError struct {
+	// Dropped maps each key whose delta was dropped to why.
+	Dropped map[string]error
+}
+
+// Error lists the dropped keys in sorted order.
+func (e *FlushError) Error() string {
+	var b strings.Builder
+	b.WriteString("statekit: flush dropped")
+	for _, k := range slices.Sorted(maps.Keys(e.Dropped)) {
+		fmt.Fprintf(&b, " %q (%v);", k, e.Dropped[k])
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap returns the per-key errors, so errors.Is finds ErrNotInteger or
+// ErrOverflow.
+func (e *FlushError) Unwrap() []error {
+	out := make([]error, 0, len(e.Dropped))
+	for _, k := range slices.Sorted(maps.Keys(e.Dropped)) {
+		out = append(out, e.Dropped[k])
+	}
+	return out
 }
 
 // notWritten marks err as a flush that wrote nothing, unless err ended the
