@@ -69,7 +69,7 @@ func checkCAS(key string, expected, new any) (exp, nv *Value, err error) {
 }
 
 func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (bool, error) {
-	var row *sql.Row
+	var r row
 	switch {
 	case exp == nil && nv == nil:
 		var absent bool
@@ -78,16 +78,16 @@ func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (b
 		}
 		return absent, nil
 	case exp == nil:
-		row = db.st.casCreate.QueryRowContext(ctx, key, nv.sqlArg(), now)
+		r = db.st.casCreate.QueryRowContext(ctx, key, nv.sqlArg(), now)
 	case db.cfg.bugs.Has(bugs.CASIgnoresType):
 		return db.bugCASIgnoresType(ctx, now, key, *exp, nv)
 	case nv == nil:
-		row = db.st.casDelete.QueryRowContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
+		r = db.st.casDelete.QueryRowContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
 	default:
-		row = db.st.casSwap.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
+		r = db.st.casSwap.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
 	}
 	var one int
-	err := row.Scan(&one)
+	err := r.Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -60,7 +60,7 @@ func TestCASDeadlines(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, left, "a swap keeps the deadline")
 
-		f.clock.advance(time.Second)
+		f.clock.Advance(time.Second)
 		ok, err = f.db.CAS(f.ctx, "k", "b", "c")
 		require.NoError(t, err)
 		assert.False(t, ok, "an expired value never matches")

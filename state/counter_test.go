@@ -109,7 +109,7 @@ func TestIncrTTLOnlyWhenCreating(t *testing.T) {
 		f := newFixture(t, b)
 		_, err := f.db.Incr(f.ctx, "c", state.TTL(time.Second))
 		require.NoError(t, err)
-		f.clock.advance(400 * time.Millisecond)
+		f.clock.Advance(400 * time.Millisecond)
 		_, err = f.db.Incr(f.ctx, "c", state.TTL(time.Hour))
 		require.NoError(t, err)
 		left, err := f.db.TTL(f.ctx, "c")
@@ -132,7 +132,7 @@ func TestExpiredCounterStartsOver(t *testing.T) {
 			_, err := f.db.Incr(f.ctx, "rate", state.TTL(time.Second))
 			require.NoError(t, err)
 		}
-		f.clock.advance(time.Second)
+		f.clock.Advance(time.Second)
 		n, err := f.db.Incr(f.ctx, "rate", state.TTL(time.Second))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), n, "expired counter starts over")
@@ -141,7 +141,7 @@ func TestExpiredCounterStartsOver(t *testing.T) {
 		assert.Equal(t, time.Second, left, "and gets the new TTL")
 
 		require.NoError(t, f.db.Set(f.ctx, "s", "text", state.TTL(time.Millisecond)))
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 		n, err = f.db.Incr(f.ctx, "s")
 		require.NoError(t, err, "an expired bytes value is absent, not a type error")
 		assert.Equal(t, int64(1), n)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/sysclock"
+	"github.com/statekit/statekit/state/vfs"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -77,10 +79,36 @@ func (db *DB) dataSource() (string, error) {
 	if db.cfg.readOnly {
 		q = append(q, "mode=ro")
 	}
-	if err := db.prepareFile(); err != nil {
+	if db.cfg.fs != nil {
+		if err := db.checkFSFile(); err != nil {
+			return "", err
+		}
+		name, unregister, err := vfs.Register(db.cfg.fs)
+		if err != nil {
+			return "", fmt.Errorf("open %s: %w", db.path, err)
+		}
+		db.unregister = unregister
+		q = append(q, "vfs="+name)
+	} else if err := db.prepareFile(); err != nil {
 		return "", err
 	}
 	return "file:" + escapePath(db.path) + "?" + strings.Join(q, "&"), nil
+}
+
+// checkFSFile refuses a read-only open of a missing file on an injected FS;
+// the FS itself creates new files (MemFS and vfs.OS() with mode 0600).
+func (db *DB) checkFSFile() error {
+	if !db.cfg.readOnly {
+		return nil
+	}
+	ok, err := db.cfg.fs.Exists(db.path)
+	if err == nil && !ok {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	return nil
 }
 
 // prepareFile creates a missing file with mode 0600 before SQLite sees it

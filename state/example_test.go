@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/state"
 )
 
 // exampleDB opens a fresh file in a temporary directory, with a fixed clock
 // so the output is the same on every run.
-func exampleDB() (*state.DB, *stepClock, func()) {
+func exampleDB() (*state.DB, *faults.Clock, func()) {
 	dir, err := os.MkdirTemp("", "statekit-example-")
 	if err != nil {
 		log.Fatal(err)
@@ -52,7 +53,7 @@ func ExampleDB_Incr() {
 		n, _ := db.Incr(ctx, "rate:alice", state.TTL(time.Minute))
 		fmt.Println("requests this minute:", n)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	n, _ := db.Incr(ctx, "rate:alice", state.TTL(time.Minute))
 	fmt.Println("after the window:", n)
 
@@ -94,7 +95,7 @@ func ExampleDB_Lease() {
 		fmt.Printf("worker-b: held by %s for %v\n", held.Owner, held.Left)
 	}
 
-	clock.advance(30 * time.Second) // worker-a paused past its lease
+	clock.Advance(30 * time.Second) // worker-a paused past its lease
 	b, _ := db.Lease(ctx, "nightly", "worker-b", 30*time.Second)
 	fmt.Println("worker-b token", b.Token)
 	fmt.Println("worker-a renew:", db.Renew(ctx, a, 30*time.Second))
@@ -130,13 +131,13 @@ func ExampleDB_TTL() {
 	ctx := context.Background()
 
 	_ = db.Set(ctx, "session", "token", state.TTL(10*time.Second))
-	clock.advance(4 * time.Second)
+	clock.Advance(4 * time.Second)
 	left, _ := db.TTL(ctx, "session")
 	fmt.Println(left)
 	_ = db.Set(ctx, "forever", 1)
 	left, _ = db.TTL(ctx, "forever")
 	fmt.Println(left == state.NoExpiry)
-	clock.advance(6 * time.Second)
+	clock.Advance(6 * time.Second)
 	_, err := db.Get(ctx, "session")
 	fmt.Println(err)
 	// Output:

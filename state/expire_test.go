@@ -24,7 +24,7 @@ func TestExpire(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 2*time.Second, left)
 
-		f.clock.advance(1500 * time.Millisecond)
+		f.clock.Advance(1500 * time.Millisecond)
 		left, err = f.db.TTL(f.ctx, "k")
 		require.NoError(t, err)
 		assert.Equal(t, 500*time.Millisecond, left)
@@ -32,7 +32,7 @@ func TestExpire(t *testing.T) {
 		ok, err = f.db.Expire(f.ctx, "k", time.Hour)
 		require.NoError(t, err)
 		assert.True(t, ok, "a live key's deadline can move later")
-		f.clock.advance(time.Hour)
+		f.clock.Advance(time.Hour)
 		ok, err = f.db.Expire(f.ctx, "k", time.Hour)
 		require.NoError(t, err)
 		assert.False(t, ok, "an expired key is absent to Expire")

@@ -7,55 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/state"
+	"github.com/statekit/statekit/state/vfs"
 	"github.com/stretchr/testify/require"
 )
 
 // t0 is the wall time every test clock starts at.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// stepClock is a state.Clock the test steps by hand.
-type stepClock struct {
-	mu   sync.Mutex
-	wall time.Time
-	mono time.Duration
-}
-
-func newClock() *stepClock { return &stepClock{wall: t0} }
-
-func (c *stepClock) Wall() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.wall
-}
-
-func (c *stepClock) Monotonic() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mono
-}
-
-// advance moves both clocks, as time passing does.
-func (c *stepClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wall = c.wall.Add(d)
-	c.mono += d
-}
-
-// stepWall moves only the wall clock.
-func (c *stepClock) stepWall(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wall = c.wall.Add(d)
-}
-
-// restart returns the clock of a new process: same wall, monotonic at zero.
-func (c *stepClock) restart() *stepClock {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return &stepClock{wall: c.wall}
-}
+func newClock() *faults.Clock { return faults.NewClock(t0) }
 
 // backend is one way to reach the file: every verb test runs on each.
 type backend struct {
@@ -67,7 +28,34 @@ type backend struct {
 // backends lists the file systems the verb suite runs over.
 var backends = []backend{
 	{name: "native", opts: func(*testing.T) []state.Option { return nil }},
+	{name: "osfs", opts: func(*testing.T) []state.Option { return []state.Option{state.WithFS(vfs.OS())} }},
+	{name: "memfs", opts: func(t *testing.T) []state.Option {
+		return []state.Option{state.WithFS(memFS(t).Process(1))}
+	}},
 }
+
+// memFS returns the test's simulated disk: one per test, so a reopen in the
+// same test finds its file.
+func memFS(t *testing.T) *faults.MemFS {
+	memMu.Lock()
+	defer memMu.Unlock()
+	if m, ok := memDisks[t.Name()]; ok {
+		return m
+	}
+	m := faults.NewMemFS(1)
+	memDisks[t.Name()] = m
+	t.Cleanup(func() {
+		memMu.Lock()
+		defer memMu.Unlock()
+		delete(memDisks, t.Name())
+	})
+	return m
+}
+
+var (
+	memMu    sync.Mutex
+	memDisks = map[string]*faults.MemFS{}
+)
 
 // forEachBackend runs fn as a subtest on every backend.
 func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
@@ -81,7 +69,7 @@ type fixture struct {
 	t     *testing.T
 	b     backend
 	path  string
-	clock *stepClock
+	clock *faults.Clock
 	db    *state.DB
 	ctx   context.Context
 }
@@ -108,7 +96,7 @@ func (f *fixture) open(opts ...state.Option) *state.DB {
 func (f *fixture) reopen(opts ...state.Option) {
 	f.t.Helper()
 	require.NoError(f.t, f.db.Close())
-	f.clock = f.clock.restart()
+	f.clock = f.clock.Restart()
 	f.db = f.open(opts...)
 }
 

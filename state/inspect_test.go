@@ -42,7 +42,7 @@ func TestScanReportsKeysDeadlinesAndExpiredRows(t *testing.T) {
 	require.NoError(t, f.db.Set(f.ctx, "b:3", "gone", state.TTL(time.Second)))
 	require.NoError(t, f.db.Set(f.ctx, "a", "first"))
 	require.NoError(t, f.db.Set(f.ctx, "c", "last"))
-	f.clock.advance(2 * time.Second)
+	f.clock.Advance(2 * time.Second)
 
 	assert.Equal(t, []string{"a=bytes:first@-1ns", "b:1=bytes:one@-1ns", "b:2=int:2@8s", "c=bytes:last@-1ns"},
 		scanAll(t, f.db, "", false), "live keys in key order, NoExpiry without a deadline")
@@ -126,7 +126,7 @@ func TestLeasesReportsHeldExpiredAndReleased(t *testing.T) {
 	rel2, err := f.db.Lease(f.ctx, "released", "d", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, f.db.Release(f.ctx, rel2))
-	f.clock.advance(3 * time.Second)
+	f.clock.Advance(3 * time.Second)
 
 	list := func(free bool) []string {
 		var got []string
@@ -172,7 +172,7 @@ func TestStats(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.db.Lease(f.ctx, "lapsed", "a", time.Second)
 	require.NoError(t, err)
-	f.clock.advance(2 * time.Second)
+	f.clock.Advance(2 * time.Second)
 
 	s, err := f.db.Stats(f.ctx)
 	require.NoError(t, err)
@@ -190,8 +190,8 @@ func TestStats(t *testing.T) {
 
 	// A new process whose wall clock stepped an hour back.
 	require.NoError(t, f.db.Close())
-	f.clock = f.clock.restart()
-	f.clock.stepWall(-time.Hour)
+	f.clock = f.clock.Restart()
+	f.clock.StepWall(-time.Hour)
 	db := f.open(state.WithReadOnly())
 	defer db.Close()
 	s2, err := db.Stats(f.ctx)
@@ -210,7 +210,7 @@ func TestCheckFindsNothingInASoundFile(t *testing.T) {
 	l, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 	require.NoError(t, err)
 	require.NoError(t, f.db.Release(f.ctx, l))
-	f.clock.advance(5 * time.Second)
+	f.clock.Advance(5 * time.Second)
 
 	findings, err := f.db.Check(f.ctx)
 	require.NoError(t, err)

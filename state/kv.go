@@ -115,37 +115,37 @@ func (db *DB) set(ctx context.Context, now int64, key string, v Value, ttl int64
 }
 
 func (db *DB) del(ctx context.Context, now int64, keys []string) (int, error) {
-	var rows *sql.Rows
+	var rs *rows
 	var err error
 	if len(keys) == 1 {
-		rows, err = db.st.delOne.QueryContext(ctx, keys[0], now)
+		rs, err = db.st.delOne.QueryContext(ctx, keys[0], now)
 	} else {
 		list, jerr := json.Marshal(keys)
 		if jerr != nil {
 			return 0, fmt.Errorf("del: %w", jerr)
 		}
-		rows, err = db.st.delMany.QueryContext(ctx, string(list), now)
+		rs, err = db.st.delMany.QueryContext(ctx, string(list), now)
 	}
 	if err != nil {
 		return 0, classify(ctx, err)
 	}
-	return countTrue(ctx, rows)
+	return countTrue(ctx, rs)
 }
 
-// countTrue counts the rows whose single column is true, and closes rows.
-func countTrue(ctx context.Context, rows *sql.Rows) (int, error) {
-	defer rows.Close()
+// countTrue counts the rows whose single column is true, and closes rs.
+func countTrue(ctx context.Context, rs *rows) (int, error) {
+	defer rs.Close()
 	n := 0
-	for rows.Next() {
+	for rs.Next() {
 		var live bool
-		if err := rows.Scan(&live); err != nil {
+		if err := rs.Scan(&live); err != nil {
 			return n, classify(ctx, err)
 		}
 		if live {
 			n++
 		}
 	}
-	return n, classify(ctx, rows.Err())
+	return n, classify(ctx, rs.Err())
 }
 
 // deadline returns now+ttl as an SQL parameter, or NULL for no TTL.

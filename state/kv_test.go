@@ -87,9 +87,9 @@ func TestExpiredKeyIsAbsentAtItsDeadline(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
 		require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(100*time.Millisecond)))
-		f.clock.advance(99 * time.Millisecond)
+		f.clock.Advance(99 * time.Millisecond)
 		assert.Equal(t, "bytes:v", f.get("k"), "live one ms before its deadline")
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 		assert.Equal(t, "<absent>", f.get("k"), "absent at its deadline, no sweep needed")
 		_, err := f.db.TTL(f.ctx, "k")
 		assert.ErrorIs(t, err, state.ErrNotFound)
@@ -106,7 +106,7 @@ func TestTTLRoundsUpToMilliseconds(t *testing.T) {
 		left, err := f.db.TTL(f.ctx, "k")
 		require.NoError(t, err)
 		assert.Equal(t, time.Millisecond, left)
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 		assert.Equal(t, "<absent>", f.get("k"))
 	})
 }
@@ -118,7 +118,7 @@ func TestDel(t *testing.T) {
 			require.NoError(t, f.db.Set(f.ctx, k, k))
 		}
 		require.NoError(t, f.db.Set(f.ctx, "e", "x", state.TTL(time.Millisecond)))
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 
 		cases := []struct {
 			keys []string

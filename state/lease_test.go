@@ -32,7 +32,7 @@ func TestLeaseGrantsIncreasingTokens(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(2), l2.Token, "after release: last token + 1")
 
-		f.clock.advance(time.Second)
+		f.clock.Advance(time.Second)
 		l3, err := f.db.Lease(f.ctx, "job", "c", time.Second)
 		require.NoError(t, err, "an expired lease is free")
 		assert.Equal(t, int64(3), l3.Token)
@@ -48,13 +48,13 @@ func TestLeaseSameOwnerRetryKeepsToken(t *testing.T) {
 		f := newFixture(t, b)
 		l, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 		require.NoError(t, err)
-		f.clock.advance(500 * time.Millisecond)
+		f.clock.Advance(500 * time.Millisecond)
 		again, err := f.db.Lease(f.ctx, "job", "a", 3*time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, l.Token, again.Token, "a retry while live is the same lease")
 		assert.Equal(t, f.nowMillis()+3000, again.Expires.UnixMilli(), "its deadline is now+ttl")
 
-		f.clock.advance(3 * time.Second)
+		f.clock.Advance(3 * time.Second)
 		after, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, l.Token+1, after.Token, "once expired, the same owner gets a new grant")
@@ -66,14 +66,14 @@ func TestRenew(t *testing.T) {
 		f := newFixture(t, b)
 		l, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 		require.NoError(t, err)
-		f.clock.advance(900 * time.Millisecond)
+		f.clock.Advance(900 * time.Millisecond)
 		require.NoError(t, f.db.Renew(f.ctx, l, 2*time.Second))
 		assert.Equal(t, int64(1), l.Token, "renewal never changes the token")
 		assert.Equal(t, f.nowMillis()+2000, l.Expires.UnixMilli(), "Renew updates Expires")
 
-		f.clock.advance(1999 * time.Millisecond)
+		f.clock.Advance(1999 * time.Millisecond)
 		require.NoError(t, f.db.Renew(f.ctx, l, time.Second), "still live one ms before the deadline")
-		f.clock.advance(time.Second)
+		f.clock.Advance(time.Second)
 		assert.ErrorIs(t, f.db.Renew(f.ctx, l, time.Second), state.ErrLeaseLost, "expired at its deadline")
 
 		newer, err := f.db.Lease(f.ctx, "job", "b", time.Second)
@@ -100,7 +100,7 @@ func TestRelease(t *testing.T) {
 
 		l2, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 		require.NoError(t, err)
-		f.clock.advance(time.Second)
+		f.clock.Advance(time.Second)
 		assert.ErrorIs(t, f.db.Release(f.ctx, l2), state.ErrLeaseLost, "release after expiry")
 
 		// Release keeps the row, so tokens never restart, even across a reopen and a sweep.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/drive"
 	"github.com/statekit/statekit/model"
@@ -26,7 +27,7 @@ type machine struct {
 	t       *testing.T
 	b       backend
 	path    string
-	clock   *stepClock
+	clock   *faults.Clock
 	db      *state.DB
 	spec    model.State
 	leases  []model.Input // every lease ever granted: Renew/Release pick among them, stale or not
@@ -226,14 +227,14 @@ func modelProperty(t *testing.T, b backend, opts ...state.Option) func(*rapid.T)
 			},
 			"flush": func(rt *rapid.T) { m.flush(rt, false) },
 			"advance": func(rt *rapid.T) {
-				m.clock.advance(time.Duration(rapid.SampledFrom([]int{1, 5, 30, 700}).Draw(rt, "ms")) * time.Millisecond)
+				m.clock.Advance(time.Duration(rapid.SampledFrom([]int{1, 5, 30, 700}).Draw(rt, "ms")) * time.Millisecond)
 			},
 			"stepWall": func(rt *rapid.T) {
-				m.clock.stepWall(time.Duration(rapid.IntRange(-3600, 3600).Draw(rt, "s")) * time.Second)
+				m.clock.StepWall(time.Duration(rapid.IntRange(-3600, 3600).Draw(rt, "s")) * time.Second)
 			},
 			"reopen": func(rt *rapid.T) {
 				m.flush(rt, true)
-				m.clock = m.clock.restart()
+				m.clock = m.clock.Restart()
 				m.db = m.open(rt)
 			},
 			"": func(rt *rapid.T) { m.check(rt) },

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/state/vfs"
 )
 
 // SyncMode is how hard a commit waits for the disk.
@@ -31,6 +32,7 @@ const (
 // config is what the options set.
 type config struct {
 	clock         Clock
+	fs            vfs.FS
 	sync          SyncMode
 	busyTimeout   time.Duration
 	sweepInterval time.Duration
@@ -56,6 +58,13 @@ type Option func(*config)
 // WithClock makes the engine read time from c instead of the operating
 // system. The simulator and tests inject a clock they step by hand.
 func WithClock(c Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithFS makes the engine reach the file through fs, by a Go SQLite VFS,
+// instead of SQLite's native unix VFS. The simulator passes a faults.MemFS
+// process view (a disk that loses power); vfs.OS() runs the same Go path on
+// real files. Without WithFS the engine uses the native VFS, whose locks work
+// across OS processes.
+func WithFS(fs vfs.FS) Option { return func(cfg *config) { cfg.fs = fs } }
 
 // WithSync sets the sync mode of ordinary writes (SyncNormal by default).
 // Lease grants commit with SyncFull whatever this says.

@@ -20,18 +20,19 @@ func init() {
 }
 
 // stmts holds every statement the verbs run, prepared once at Open on the
-// handle's one connection: the hot path of each verb is one statement.
+// handle's one connection: the hot path of each verb is one statement, run
+// through the driver directly (see stmt).
 type stmts struct {
-	get, set, delOne, delMany, incr               *sql.Stmt
-	casSwap, casDelete, casCreate, casAbsent      *sql.Stmt
-	expire, ttl                                   *sql.Stmt
-	leaseGrant, leaseGet, renew, release          *sql.Stmt
-	sweep, hwmGet, hwmSet, touch                  *sql.Stmt
-	begin, commit, rollback, syncFull, syncNormal *sql.Stmt
-	bugGetAny, bugRenewBump, bugReleaseDelete     *sql.Stmt
-	bugCASText, bugIncrPlain, bugIncrExpire       *sql.Stmt
-	bugLeaseInsert                                *sql.Stmt
-	all                                           []*sql.Stmt
+	get, set, delOne, delMany, incr               *stmt
+	casSwap, casDelete, casCreate, casAbsent      *stmt
+	expire, ttl                                   *stmt
+	leaseGrant, leaseGet, renew, release          *stmt
+	sweep, hwmGet, hwmSet, touch                  *stmt
+	begin, commit, rollback, syncFull, syncNormal *stmt
+	bugGetAny, bugRenewBump, bugReleaseDelete     *stmt
+	bugCASText, bugIncrPlain, bugIncrExpire       *stmt
+	bugLeaseInsert                                *stmt
+	all                                           []*stmt
 }
 
 const (
@@ -45,7 +46,7 @@ const (
 func prepare(ctx context.Context, conn *sql.Conn, withBugs bool) (*stmts, error) {
 	s := &stmts{}
 	list := []struct {
-		dst **sql.Stmt
+		dst **stmt
 		sql string
 	}{
 		{&s.get, getSQL}, {&s.set, setSQL}, {&s.delOne, delOneSQL}, {&s.delMany, delManySQL},
@@ -60,7 +61,7 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs bool) (*stmts, error)
 		{&s.syncFull, `PRAGMA synchronous=FULL`}, {&s.syncNormal, `PRAGMA synchronous=NORMAL`},
 	}
 	planted := []struct {
-		dst **sql.Stmt
+		dst **stmt
 		sql string
 	}{
 		{&s.bugGetAny, bugGetAnySQL}, {&s.bugRenewBump, bugRenewBumpSQL},
@@ -71,13 +72,26 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs bool) (*stmts, error)
 	if withBugs {
 		list = append(list, planted...)
 	}
-	for _, p := range list {
-		st, err := conn.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("prepare %.40q: %w", p.sql, err), s.close())
+	// The driver connection stays in use after Raw returns: the handle
+	// holds conn, never gives it back to the pool, and serialises every
+	// statement on it with DB.mu.
+	err := conn.Raw(func(dc any) error {
+		pc, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("statekit: driver connection %T cannot prepare with a context", dc)
 		}
-		*p.dst = st
-		s.all = append(s.all, st)
+		for _, p := range list {
+			st, err := newStmt(ctx, pc, p.sql)
+			if err != nil {
+				return fmt.Errorf("prepare %.40q: %w", p.sql, err)
+			}
+			*p.dst = st
+			s.all = append(s.all, st)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(err, s.close())
 	}
 	return s, nil
 }

@@ -38,12 +38,12 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 0, n, "nothing expired yet")
 
-		f.clock.advance(999 * time.Millisecond)
+		f.clock.Advance(999 * time.Millisecond)
 		n, err = f.db.Sweep(f.ctx)
 		require.NoError(t, err)
 		assert.Equal(t, 0, n, "one ms before the deadline nothing is swept")
 
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 		n, err = f.db.Sweep(f.ctx)
 		require.NoError(t, err)
 		assert.Equal(t, 1000, n, "every expired key, across several batches")
@@ -62,7 +62,7 @@ func TestWritesSweepALittle(t *testing.T) {
 		for i := 0; i < 100; i++ {
 			require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, state.TTL(time.Millisecond)))
 		}
-		f.clock.advance(time.Millisecond)
+		f.clock.Advance(time.Millisecond)
 		for i := 0; i < 1000; i++ {
 			_, err := f.db.Incr(f.ctx, "counter")
 			require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestBackgroundWorkRuns(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.Set(t.Context(), "k", 1, state.TTL(time.Millisecond)))
-	clock.advance(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	require.NoError(t, err)
 	defer raw.Close()

@@ -21,14 +21,14 @@ func TestWallStepWhileRunningChangesNoDeadline(t *testing.T) {
 		l, err := f.db.Lease(f.ctx, "job", "a", 10*time.Second)
 		require.NoError(t, err)
 		for _, step := range []time.Duration{time.Hour, -2 * time.Hour, 24 * time.Hour} {
-			f.clock.stepWall(step)
+			f.clock.StepWall(step)
 			left, err := f.db.TTL(f.ctx, "k")
 			require.NoError(t, err)
 			assert.Equal(t, 10*time.Second, left, "after a wall step of %v", step)
 		}
 		_, err = f.db.Lease(f.ctx, "job", "b", time.Second)
 		assert.ErrorIs(t, err, state.ErrLeaseHeld, "a wall step forward does not end a live lease")
-		f.clock.advance(10 * time.Second)
+		f.clock.Advance(10 * time.Second)
 		assert.Equal(t, "<absent>", f.get("k"), "true time passing ends it")
 		assert.ErrorIs(t, f.db.Renew(f.ctx, l, time.Second), state.ErrLeaseLost)
 	})
@@ -38,12 +38,12 @@ func TestWallStepWhileRunningChangesNoDeadline(t *testing.T) {
 // with the wall clock an hour behind, and returns the time left after.
 func restartBehind(t *testing.T, f *fixture, opts ...state.Option) time.Duration {
 	require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(10*time.Second)))
-	f.clock.advance(5 * time.Second)
+	f.clock.Advance(5 * time.Second)
 	_, err := f.db.Get(f.ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, f.db.Close())
-	f.clock = f.clock.restart()
-	f.clock.stepWall(-time.Hour)
+	f.clock = f.clock.Restart()
+	f.clock.StepWall(-time.Hour)
 	f.db = f.open(opts...)
 	left, err := f.db.TTL(f.ctx, "k")
 	require.NoError(t, err)
@@ -70,8 +70,8 @@ func TestRestartWithWallAheadUsesWall(t *testing.T) {
 		f := newFixture(t, b)
 		require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(time.Hour)))
 		require.NoError(t, f.db.Close())
-		f.clock = f.clock.restart()
-		f.clock.stepWall(30 * time.Minute)
+		f.clock = f.clock.Restart()
+		f.clock.StepWall(30 * time.Minute)
 		f.db = f.open()
 		left, err := f.db.TTL(f.ctx, "k")
 		require.NoError(t, err)
@@ -85,9 +85,9 @@ func TestEngineTimeNeverGoesBack(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		if i%7 == 0 {
 			f.reopen()
-			f.clock.stepWall(-time.Minute)
+			f.clock.StepWall(-time.Minute)
 		}
-		f.clock.advance(time.Duration(i) * time.Millisecond)
+		f.clock.Advance(time.Duration(i) * time.Millisecond)
 		require.NoError(t, f.db.Set(f.ctx, "k", i))
 		now := f.db.Now()
 		assert.False(t, now.Before(prev), "step %d: %v before %v", i, now, prev)

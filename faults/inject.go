@@ -1,0 +1,141 @@
+package faults
+
+import (
+	"fmt"
+
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// Op names a kind of file call that faults can be injected into.
+type Op int
+
+// The ops.
+const (
+	OpRead Op = iota
+	OpWrite
+	OpSync
+	OpTruncate
+	opCount
+)
+
+// String returns "read", "write", "sync" or "truncate".
+func (op Op) String() string {
+	switch op {
+	case OpRead:
+		return "read"
+	case OpWrite:
+		return "write"
+	case OpSync:
+		return "sync"
+	case OpTruncate:
+		return "truncate"
+	}
+	return fmt.Sprintf("Op(%d)", int(op))
+}
+
+// plan is the faults armed on a MemFS.
+type plan struct {
+	cutIn    int64 // mutating calls until the power cut, the cut at 1; 0: none
+	cutMode  LossMode
+	failIn   [opCount]int64 // calls of op until one fails, it at 1; 0: none
+	failRate [opCount]float64
+	budget   int64 // bytes writes may still add; < 0: unlimited
+	syncNoop bool
+}
+
+// PowerLossAt arms a power cut during the nth mutating call (write, sync or
+// truncate; 1 is the next) from now, with loss mode mode: the write or
+// truncate in flight is applied to the page cache and then meets mode's fate
+// with the rest; a sync in flight makes nothing durable. The call returns an
+// error wrapping ErrPowerLost, as does everything after it until Reboot.
+// Stats.Mutations counted over a dry run tells how many calls a workload
+// makes. n <= 0 disarms.
+func (m *MemFS) PowerLossAt(n int64, mode LossMode) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.cutIn = max(n, 0)
+	m.plan.cutMode = mode
+}
+
+// FailAt makes the nth call of op from now (1 is the next) fail with an error
+// wrapping ErrInjected; see the File methods for what a failed call leaves.
+// n <= 0 disarms.
+func (m *MemFS) FailAt(op Op, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.failIn[op] = max(n, 0)
+}
+
+// SetFailRate makes each call of op fail with probability p, drawn from the
+// seeded fault stream, with an error wrapping ErrInjected. p <= 0 stops it.
+func (m *MemFS) SetFailRate(op Op, p float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.failRate[op] = max(p, 0)
+}
+
+// SetWriteBudget lets writes add n more bytes in all; a write that would
+// pass the budget fails whole with an error wrapping vfs.ErrNoSpace, the disk
+// being full. n < 0 makes the budget unlimited again (space is back).
+func (m *MemFS) SetWriteBudget(n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.budget = n
+}
+
+// SetSyncNoop, for negative controls in tests only, makes Sync succeed
+// without making anything durable: a disk that lies. Tests that must fail
+// under it prove they can see lost durability.
+func (m *MemFS) SetSyncNoop(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.syncNoop = on
+}
+
+// cutDue counts a mutating call and reports whether the armed cut falls on
+// it. Called with m.mu held.
+func (m *MemFS) cutDue() bool {
+	if m.plan.cutIn == 0 {
+		return false
+	}
+	m.plan.cutIn--
+	return m.plan.cutIn == 0
+}
+
+// cut cuts the power for PowerLossAt and returns the error to report.
+func (m *MemFS) cut() error {
+	m.powerLoss(m.plan.cutMode)
+	return fmt.Errorf("power cut (%s): %w", m.plan.cutMode, ErrPowerLost)
+}
+
+// injected returns an ErrInjected error if this call of op is to fail.
+// Called with m.mu held.
+func (m *MemFS) injected(op Op) error {
+	fail := false
+	if n := m.plan.failIn[op]; n > 0 {
+		m.plan.failIn[op] = n - 1
+		fail = n == 1
+	}
+	if p := m.plan.failRate[op]; p > 0 && m.faultRNG.Float64() < p {
+		fail = true
+	}
+	if !fail {
+		return nil
+	}
+	m.stats.InjectedErrors++
+	return fmt.Errorf("%s: %w", op, ErrInjected)
+}
+
+// spend takes n bytes from the write budget, or returns an error wrapping
+// vfs.ErrNoSpace. Called with m.mu held.
+func (m *MemFS) spend(n int64) error {
+	if m.plan.budget < 0 {
+		return nil
+	}
+	if n > m.plan.budget {
+		m.stats.NoSpaceErrors++
+		return fmt.Errorf("write budget spent: %w", vfs.ErrNoSpace)
+	}
+	m.plan.budget -= n
+	return nil
+}

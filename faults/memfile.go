@@ -1,0 +1,257 @@
+package faults
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// inode is one file's bytes: durable (on the platter) and data (what reads
+// see), with the mutations since the last sync that tell them apart.
+type inode struct {
+	durable []byte
+	data    []byte
+	pending []mutation
+}
+
+// mutation is a write (data at off) or, when truncate is set, a truncate to
+// size, not yet synced.
+type mutation struct {
+	truncate bool
+	off      int64
+	data     []byte
+	size     int64
+}
+
+// write applies a write to the page cache and remembers it.
+func (ino *inode) write(p []byte, off int64) {
+	ino.data = writeAt(ino.data, p, off)
+	ino.pending = append(ino.pending, mutation{off: off, data: append([]byte(nil), p...)})
+}
+
+// truncate applies a truncate to the page cache and remembers it.
+func (ino *inode) truncate(size int64) {
+	ino.data = resize(ino.data, size)
+	ino.pending = append(ino.pending, mutation{truncate: true, size: size})
+}
+
+// sync makes every pending mutation durable.
+func (ino *inode) sync() {
+	for _, mu := range ino.pending {
+		ino.durable = mu.applyTo(ino.durable)
+	}
+	ino.pending = nil
+}
+
+// applyTo returns buf with the mutation applied.
+func (mu mutation) applyTo(buf []byte) []byte {
+	if mu.truncate {
+		return resize(buf, mu.size)
+	}
+	return writeAt(buf, mu.data, mu.off)
+}
+
+// writeAt copies p into buf at off, growing buf with zeros as needed.
+func writeAt(buf, p []byte, off int64) []byte {
+	if end := off + int64(len(p)); end > int64(len(buf)) {
+		buf = resize(buf, end)
+	}
+	copy(buf[off:], p)
+	return buf
+}
+
+// resize returns buf at size n: cut, or grown with zeros.
+func resize(buf []byte, n int64) []byte {
+	if n <= int64(len(buf)) {
+		return buf[:n]
+	}
+	if n <= int64(cap(buf)) {
+		old := len(buf)
+		buf = buf[:n]
+		clear(buf[old:])
+		return buf
+	}
+	nb := make([]byte, n, max(n, 2*int64(cap(buf))))
+	copy(nb, buf)
+	return nb
+}
+
+// memFile is an open file of a MemFS, bound to the view that opened it.
+type memFile struct {
+	view     *ProcessFS
+	id       uint64
+	ino      *inode
+	name     string
+	readOnly bool
+	closed   bool
+}
+
+var (
+	_ vfs.File   = (*memFile)(nil)
+	_ vfs.Mortal = (*memFile)(nil)
+)
+
+// Dead reports whether f is closed or its process or machine died.
+func (f *memFile) Dead() bool {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return f.usable("dead") != nil
+}
+
+// usable returns nil if f may be used. Called with m.mu held.
+func (f *memFile) usable(op string) error {
+	if f.closed {
+		return fmt.Errorf("%s %q: %w", op, f.name, ErrClosed)
+	}
+	if err := f.view.alive(); err != nil {
+		return fmt.Errorf("%s %q: %w", op, f.name, err)
+	}
+	return nil
+}
+
+// ReadAt reads what was written at off, durable or not. It returns io.EOF
+// when the file ends before p is full, an error wrapping ErrInjected for an
+// injected failure, and ErrPowerLost, ErrCrashed or ErrClosed for a dead
+// file.
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("read"); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read %q at %d: negative offset", f.name, off)
+	}
+	m.stats.Reads++
+	if err := m.injected(OpRead); err != nil {
+		return 0, fmt.Errorf("read %q: %w", f.name, err)
+	}
+	if off >= int64(len(f.ino.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.ino.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// WriteAt writes p at off into the page cache: durable only after Sync. It
+// returns an error wrapping vfs.ErrNoSpace when the write budget is spent
+// (nothing is written), ErrInjected for an injected failure (nothing is
+// written), ErrPowerLost when the power is cut during this call (the write
+// is in flight: the loss mode decides its fate), and ErrPowerLost,
+// ErrCrashed, ErrClosed or ErrReadOnly for a file that cannot write.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("write"); err != nil {
+		return 0, err
+	}
+	if f.readOnly {
+		return 0, fmt.Errorf("write %q: %w", f.name, ErrReadOnly)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("write %q at %d: negative offset", f.name, off)
+	}
+	m.stats.Writes++
+	if m.cutDue() {
+		f.ino.write(p, off)
+		return 0, fmt.Errorf("write %q: %w", f.name, m.cut())
+	}
+	if err := m.injected(OpWrite); err != nil {
+		return 0, fmt.Errorf("write %q: %w", f.name, err)
+	}
+	if err := m.spend(int64(len(p))); err != nil {
+		return 0, fmt.Errorf("write %q: %w", f.name, err)
+	}
+	f.ino.write(p, off)
+	m.stats.BytesWritten += int64(len(p))
+	return len(p), nil
+}
+
+// Truncate sets the file's size in the page cache: durable only after Sync.
+// Errors are as for WriteAt, without the budget.
+func (f *memFile) Truncate(size int64) error {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("truncate"); err != nil {
+		return err
+	}
+	if f.readOnly {
+		return fmt.Errorf("truncate %q: %w", f.name, ErrReadOnly)
+	}
+	if size < 0 {
+		return fmt.Errorf("truncate %q to %d: negative size", f.name, size)
+	}
+	m.stats.Truncates++
+	if m.cutDue() {
+		f.ino.truncate(size)
+		return fmt.Errorf("truncate %q: %w", f.name, m.cut())
+	}
+	if err := m.injected(OpTruncate); err != nil {
+		return fmt.Errorf("truncate %q: %w", f.name, err)
+	}
+	f.ino.truncate(size)
+	return nil
+}
+
+// Sync makes the file's writes and truncates so far durable. It returns an
+// error wrapping ErrPowerLost when the power is cut during this call (nothing
+// more becomes durable) and ErrInjected for an injected failure. A failed
+// sync behaves as Linux's fsync does (fsyncgate): the writes it was to make
+// durable stay readable but are never made durable, and the next Sync does
+// not report them. With SetSyncNoop(true) Sync does nothing and succeeds.
+func (f *memFile) Sync() error {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("sync"); err != nil {
+		return err
+	}
+	m.stats.Syncs++
+	if m.cutDue() {
+		return fmt.Errorf("sync %q: %w", f.name, m.cut())
+	}
+	if err := m.injected(OpSync); err != nil {
+		f.ino.pending = nil // lost for good: in the cache, never on disk
+		return fmt.Errorf("sync %q: %w", f.name, err)
+	}
+	if m.plan.syncNoop {
+		return nil
+	}
+	f.ino.sync()
+	return nil
+}
+
+// Size returns the file's size as reads see it. It returns ErrPowerLost,
+// ErrCrashed or ErrClosed for a dead file.
+func (f *memFile) Size() (int64, error) {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("size"); err != nil {
+		return 0, err
+	}
+	return int64(len(f.ino.data)), nil
+}
+
+// Close releases the file. Closing a file of a dead process releases it too
+// and returns ErrPowerLost or ErrCrashed; closing twice returns ErrClosed.
+func (f *memFile) Close() error {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("close %q: %w", f.name, ErrClosed)
+	}
+	err := f.usable("close")
+	f.closed = true
+	delete(m.open, f.id)
+	return err
+}

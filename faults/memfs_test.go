@@ -1,0 +1,369 @@
+package faults_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state/vfs"
+)
+
+const rwCreate = vfs.OpenReadWrite | vfs.OpenCreate
+
+// open opens name read-write on p, failing the test on error.
+func open(t *testing.T, p *faults.ProcessFS, name string) vfs.File {
+	t.Helper()
+	f, err := p.Open(name, rwCreate)
+	require.NoError(t, err)
+	return f
+}
+
+// write writes b at off, failing the test on error.
+func write(t *testing.T, f vfs.File, b []byte, off int64) {
+	t.Helper()
+	n, err := f.WriteAt(b, off)
+	require.NoError(t, err)
+	require.Equal(t, len(b), n)
+}
+
+// contents returns the whole file as process pid sees it now.
+func contents(t *testing.T, m *faults.MemFS, pid int, name string) []byte {
+	t.Helper()
+	f, err := m.Process(pid).Open(name, vfs.OpenReadOnly)
+	require.NoError(t, err)
+	defer f.Close()
+	size, err := f.Size()
+	require.NoError(t, err)
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if size > 0 {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int(size), n)
+	return b
+}
+
+func TestDropLosesUnsyncedWrites(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("synced"), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, []byte("SYNCED-and-more"), 0)
+	assert.Equal(t, []byte("SYNCED-and-more"), contents(t, m, 2, "db"), "reads see the page cache")
+
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("synced"), contents(t, m, 1, "db"))
+}
+
+func TestKeepKeepsUnsyncedWrites(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("abc"), 0)
+	require.NoError(t, f.Truncate(2))
+	write(t, f, []byte("Z"), 4)
+
+	m.PowerLoss(faults.LossKeep)
+	m.Reboot()
+	assert.Equal(t, []byte("ab\x00\x00Z"), contents(t, m, 1, "db"))
+}
+
+func TestDropUndoesUnsyncedTruncate(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("0123456789"), 0)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Truncate(3))
+	size, err := f.Size()
+	require.NoError(t, err)
+	require.EqualValues(t, 3, size)
+
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("0123456789"), contents(t, m, 1, "db"))
+}
+
+// tearOnce writes 8 sectors of 0xff over 8 synced sectors of 0x11, cuts the
+// power in tear mode and returns the result.
+func tearOnce(t *testing.T, seed uint64) []byte {
+	m := faults.NewMemFS(seed)
+	f := open(t, m.Process(1), "db")
+	write(t, f, bytes.Repeat([]byte{0x11}, 8*512), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, bytes.Repeat([]byte{0xff}, 8*512), 0)
+	m.PowerLoss(faults.LossTear)
+	m.Reboot()
+	return contents(t, m, 1, "db")
+}
+
+func TestTearKeepsOrDropsWholeSectors(t *testing.T) {
+	var kept, dropped, torn int
+	for seed := range uint64(200) {
+		got := tearOnce(t, seed)
+		require.Len(t, got, 8*512)
+		newSectors := 0
+		for s := range 8 {
+			sector := got[s*512 : (s+1)*512]
+			switch {
+			case bytes.Equal(sector, bytes.Repeat([]byte{0xff}, 512)):
+				newSectors++
+			case bytes.Equal(sector, bytes.Repeat([]byte{0x11}, 512)):
+			default:
+				t.Fatalf("seed %d: sector %d mixes old and new bytes", seed, s)
+			}
+		}
+		switch newSectors {
+		case 8:
+			kept++
+		case 0:
+			dropped++
+		default:
+			torn++
+		}
+	}
+	assert.Positive(t, kept, "some writes survive whole")
+	assert.Positive(t, dropped, "some writes vanish")
+	assert.Positive(t, torn, "some writes tear")
+}
+
+func TestTearIsDeterministicPerSeed(t *testing.T) {
+	differs := false
+	for seed := range uint64(20) {
+		assert.Equal(t, tearOnce(t, seed), tearOnce(t, seed), "seed %d", seed)
+		differs = differs || !bytes.Equal(tearOnce(t, seed), tearOnce(t, seed+100))
+	}
+	assert.True(t, differs, "the seed decides the tearing")
+}
+
+func TestTearNeverTouchesBytesOutsideTheWrite(t *testing.T) {
+	for seed := range uint64(50) {
+		m := faults.NewMemFS(seed)
+		f := open(t, m.Process(1), "db")
+		write(t, f, bytes.Repeat([]byte{0x11}, 2048), 0)
+		require.NoError(t, f.Sync())
+		write(t, f, bytes.Repeat([]byte{0xff}, 1000), 300) // sector-unaligned
+		m.PowerLoss(faults.LossTear)
+		m.Reboot()
+		got := contents(t, m, 1, "db")
+		assert.Equal(t, bytes.Repeat([]byte{0x11}, 300), got[:300], "seed %d", seed)
+		assert.Equal(t, bytes.Repeat([]byte{0x11}, 748), got[1300:], "seed %d", seed)
+	}
+}
+
+func TestPowerLossKillsEveryHandleForGood(t *testing.T) {
+	m := faults.NewMemFS(1)
+	old := m.Process(1)
+	f := open(t, old, "db")
+	write(t, f, []byte("x"), 0)
+	require.NoError(t, f.Sync())
+
+	m.PowerLoss(faults.LossDrop)
+	assert.False(t, m.Powered())
+	_, err := m.Process(2).Open("db", vfs.OpenReadOnly)
+	assert.ErrorIs(t, err, faults.ErrPowerLost, "nothing works while the power is off")
+
+	m.Reboot()
+	assert.True(t, m.Powered())
+	_, err = f.ReadAt(make([]byte, 1), 0)
+	assert.ErrorIs(t, err, faults.ErrPowerLost, "an old file stays dead")
+	_, err = f.WriteAt([]byte("y"), 0)
+	assert.ErrorIs(t, err, faults.ErrPowerLost)
+	assert.ErrorIs(t, old.Delete("db"), faults.ErrPowerLost, "an old view stays dead")
+	_, err = old.Exists("db")
+	assert.ErrorIs(t, err, faults.ErrPowerLost)
+	assert.ErrorIs(t, f.Close(), faults.ErrPowerLost)
+
+	assert.Equal(t, []byte("x"), contents(t, m, 1, "db"), "a new view works")
+}
+
+func TestCrashKillsOneProcessAndKeepsItsWrites(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p1, p2 := m.Process(1), m.Process(2)
+	f1 := open(t, p1, "db")
+	f2 := open(t, p2, "db")
+	write(t, f1, []byte("from-1"), 0)
+
+	m.Crash(1)
+	_, err := f1.WriteAt([]byte("late"), 0)
+	assert.ErrorIs(t, err, faults.ErrCrashed)
+	_, err = p1.Open("db", vfs.OpenReadOnly)
+	assert.ErrorIs(t, err, faults.ErrCrashed)
+
+	b := make([]byte, 6)
+	_, err = f2.ReadAt(b, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("from-1"), b, "the crashed process's writes stay")
+	assert.Equal(t, []byte("from-1"), contents(t, m, 1, "db"), "a restarted process sees them")
+	assert.EqualValues(t, 1, m.Stats().Crashes)
+
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Empty(t, contents(t, m, 2, "db"), "they were never synced")
+}
+
+func TestWriteBudgetFillsTheDisk(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	m.SetWriteBudget(100)
+	write(t, f, make([]byte, 60), 0)
+	_, err := f.WriteAt(make([]byte, 60), 60)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
+	size, err := f.Size()
+	require.NoError(t, err)
+	assert.EqualValues(t, 60, size, "a refused write writes nothing")
+	write(t, f, make([]byte, 40), 60)
+	_, err = f.WriteAt([]byte{1}, 0)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
+
+	m.SetWriteBudget(-1)
+	write(t, f, make([]byte, 1000), 100)
+	assert.EqualValues(t, 2, m.Stats().NoSpaceErrors)
+}
+
+func TestFailAtFailsTheNthCall(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	m.FailAt(faults.OpWrite, 2)
+	write(t, f, []byte("a"), 0)
+	_, err := f.WriteAt([]byte("b"), 1)
+	require.ErrorIs(t, err, faults.ErrInjected)
+	write(t, f, []byte("c"), 1)
+	assert.Equal(t, []byte("ac"), contents(t, m, 1, "db"))
+
+	m.FailAt(faults.OpRead, 1)
+	_, err = f.ReadAt(make([]byte, 1), 0)
+	require.ErrorIs(t, err, faults.ErrInjected)
+	m.FailAt(faults.OpTruncate, 1)
+	require.ErrorIs(t, f.Truncate(0), faults.ErrInjected)
+	assert.EqualValues(t, 3, m.Stats().InjectedErrors)
+}
+
+func TestFailedSyncLosesItsWritesForGood(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("old"), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, []byte("NEW"), 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	require.NoError(t, f.Sync(), "like Linux, the next fsync reports success")
+	assert.Equal(t, []byte("NEW"), contents(t, m, 1, "db"), "the page cache still has it")
+
+	m.PowerLoss(faults.LossKeep)
+	m.Reboot()
+	assert.Equal(t, []byte("old"), contents(t, m, 1, "db"), "but the disk never got it")
+}
+
+func TestSetFailRateIsSeeded(t *testing.T) {
+	pattern := func(seed uint64) []bool {
+		m := faults.NewMemFS(seed)
+		f := open(t, m.Process(1), "db")
+		m.SetFailRate(faults.OpRead, 0.5)
+		out := make([]bool, 1000)
+		for i := range out {
+			_, err := f.ReadAt(make([]byte, 1), 0)
+			out[i] = errors.Is(err, faults.ErrInjected)
+		}
+		return out
+	}
+	a := pattern(7)
+	assert.Equal(t, a, pattern(7))
+	assert.NotEqual(t, a, pattern(8))
+	failed := 0
+	for _, f := range a {
+		if f {
+			failed++
+		}
+	}
+	assert.InDelta(t, 500, failed, 100)
+}
+
+func TestSyncNoopLosesEverything(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	m.SetSyncNoop(true)
+	write(t, f, []byte("acked"), 0)
+	require.NoError(t, f.Sync())
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Empty(t, contents(t, m, 1, "db"))
+}
+
+func TestPowerLossAtCutsTheNthMutation(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	m.PowerLossAt(3, faults.LossKeep)
+	write(t, f, []byte("a"), 0)
+	require.NoError(t, f.Sync())
+	_, err := f.WriteAt([]byte("b"), 1)
+	require.ErrorIs(t, err, faults.ErrPowerLost)
+	assert.False(t, m.Powered())
+	s := m.Stats()
+	assert.EqualValues(t, 3, s.Mutations())
+	assert.EqualValues(t, 1, s.PowerLosses)
+
+	m.Reboot()
+	assert.Equal(t, []byte("ab"), contents(t, m, 1, "db"), "keep mode keeps the write in flight")
+}
+
+func TestOpenSemantics(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p := m.Process(1)
+	_, err := p.Open("db", vfs.OpenReadWrite)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	f := open(t, p, "db")
+	_, err = p.Open("db", rwCreate|vfs.OpenExclusive)
+	assert.ErrorIs(t, err, fs.ErrExist)
+
+	ro, err := p.Open("db", vfs.OpenReadOnly)
+	require.NoError(t, err)
+	_, err = ro.WriteAt([]byte("x"), 0)
+	assert.ErrorIs(t, err, faults.ErrReadOnly)
+	n, err := ro.ReadAt(make([]byte, 4), 0)
+	assert.Equal(t, 0, n)
+	assert.ErrorIs(t, err, io.EOF)
+
+	anon, err := p.Open("", rwCreate|vfs.OpenDeleteOnClose)
+	require.NoError(t, err)
+	write(t, anon, []byte("tmp"), 0)
+	assert.Equal(t, []string{"db"}, m.Files(), "an anonymous file has no name")
+
+	ok, err := p.Exists("db")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NoError(t, p.Delete("db"))
+	assert.ErrorIs(t, p.Delete("db"), fs.ErrNotExist)
+	write(t, f, []byte("still open"), 0)
+	require.NoError(t, f.Close())
+	assert.ErrorIs(t, f.Close(), faults.ErrClosed)
+	assert.Empty(t, m.Files())
+}
+
+func TestTimeAndEntropyComeFromTheSeed(t *testing.T) {
+	a, b := faults.NewMemFS(3).Process(1), faults.NewMemFS(3).Process(1)
+	assert.Equal(t, a.CurrentTime(), b.CurrentTime())
+	ea, eb := make([]byte, 32), make([]byte, 32)
+	a.Entropy(ea)
+	b.Entropy(eb)
+	assert.Equal(t, ea, eb)
+	c := faults.NewMemFS(4).Process(1)
+	ec := make([]byte, 32)
+	c.Entropy(ec)
+	assert.NotEqual(t, ea, ec)
+
+	t0 := a.CurrentTime()
+	a.Sleep(250 * time.Millisecond)
+	assert.Equal(t, t0.Add(250*time.Millisecond), a.CurrentTime(), "sleep advances only simulated time")
+
+	m := faults.NewMemFS(5)
+	fixed := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	m.SetClock(func() time.Time { return fixed })
+	assert.Equal(t, fixed, m.Process(1).CurrentTime())
+}

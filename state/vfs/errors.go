@@ -1,0 +1,13 @@
+package vfs
+
+import "errors"
+
+// ErrNoSpace is returned, wrapped, by File.WriteAt (and may be by Truncate or
+// Sync) when the disk is full. The VFS reports it to SQLite as SQLITE_FULL, so
+// the statement fails with "database or disk is full" and the transaction
+// rolls back.
+var ErrNoSpace = errors.New("vfs: no space left on device")
+
+// ErrRegister is returned, wrapped, by Register when SQLite refuses the VFS or
+// memory for it cannot be had.
+var ErrRegister = errors.New("vfs: cannot register")

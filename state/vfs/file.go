@@ -1,0 +1,193 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sectorSize is what xSectorSize reports, and the unit faults.MemFS tears
+// unsynced writes in.
+const sectorSize = 512
+
+// deviceCharacteristics is what xDeviceCharacteristics reports: power-safe
+// overwrite, as the unix VFS reports on Linux. A write never disturbs bytes
+// outside its range on a power loss: faults.MemFS keeps or drops whole pieces
+// of a write, never the bytes around it.
+const deviceCharacteristics = sqlite3.SQLITE_IOCAP_POWERSAFE_OVERWRITE
+
+// cFile is the sqlite3_file SQLite allocates (szOsFile bytes) for each open
+// file: the io_methods pointer, then the id of the Go handle behind it.
+type cFile struct {
+	base sqlite3.Tsqlite3_file
+	id   uintptr
+}
+
+// handle is the Go side of one open file.
+type handle struct {
+	reg   *registration
+	f     File
+	name  string
+	flags OpenFlag
+	lk    *lockHandle
+}
+
+var (
+	// handles maps a cFile id to its *handle.
+	handles sync.Map
+	// ioMethods is the one sqlite3_io_methods table (C memory) every file of
+	// every registration points at, built by initMethods.
+	ioMethods     uintptr
+	ioMethodsOnce sync.Once
+)
+
+// initMethods builds ioMethods: iVersion 2, so SQLite can run WAL through
+// the xShm* methods.
+func initMethods() {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	p := libc.Xcalloc(tls, 1, libc.Tsize_t(unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{})))
+	if p == 0 {
+		return
+	}
+	m := (*sqlite3.Tsqlite3_io_methods)(cptr(p))
+	m.FiVersion = 2
+	setFunc(&m.FxClose, xClose)
+	setFunc(&m.FxRead, xRead)
+	setFunc(&m.FxWrite, xWrite)
+	setFunc(&m.FxTruncate, xTruncate)
+	setFunc(&m.FxSync, xSync)
+	setFunc(&m.FxFileSize, xFileSize)
+	setFunc(&m.FxLock, xLock)
+	setFunc(&m.FxUnlock, xUnlock)
+	setFunc(&m.FxCheckReservedLock, xCheckReservedLock)
+	setFunc(&m.FxFileControl, xFileControl)
+	setFunc(&m.FxSectorSize, xSectorSize)
+	setFunc(&m.FxDeviceCharacteristics, xDeviceCharacteristics)
+	setFunc(&m.FxShmMap, xShmMap)
+	setFunc(&m.FxShmLock, xShmLock)
+	setFunc(&m.FxShmBarrier, xShmBarrier)
+	setFunc(&m.FxShmUnmap, xShmUnmap)
+	ioMethods = p
+}
+
+// fileOf returns the handle behind the sqlite3_file at pFile.
+func fileOf(pFile uintptr) *handle {
+	v, ok := handles.Load((*cFile)(cptr(pFile)).id)
+	if !ok {
+		panic("vfs: SQLite called a file the VFS does not know")
+	}
+	return v.(*handle)
+}
+
+// rcOf is the SQLite result code for err from an operation whose I/O error
+// code is ioerr: SQLITE_FULL when err wraps ErrNoSpace.
+func rcOf(err error, ioerr int32) int32 {
+	switch {
+	case err == nil:
+		return sqlite3.SQLITE_OK
+	case errors.Is(err, ErrNoSpace):
+		return sqlite3.SQLITE_FULL
+	default:
+		return ioerr
+	}
+}
+
+func xClose(tls *libc.TLS, pFile uintptr) int32 {
+	cf := (*cFile)(cptr(pFile))
+	h := fileOf(pFile)
+	handles.Delete(cf.id)
+	cf.id = 0
+	h.lk.close(tls)
+	err := h.f.Close()
+	if h.flags&OpenDeleteOnClose != 0 && h.name != "" {
+		_ = h.reg.fs.Delete(h.name) // best effort, as in the unix VFS
+	}
+	h.reg.fileClosed(tls)
+	return rcOf(err, sqlite3.SQLITE_IOERR_CLOSE)
+}
+
+func xRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
+	buf := cbytes(zBuf, iAmt)
+	n, err := fileOf(pFile).f.ReadAt(buf, iOfst)
+	if n == len(buf) {
+		return sqlite3.SQLITE_OK
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		clear(buf[n:]) // SQLite requires short reads zero-filled
+		return sqlite3.SQLITE_IOERR_SHORT_READ
+	}
+	return rcOf(err, sqlite3.SQLITE_IOERR_READ)
+}
+
+func xWrite(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
+	buf := cbytes(zBuf, iAmt)
+	n, err := fileOf(pFile).f.WriteAt(buf, iOfst)
+	if err == nil && n != len(buf) {
+		return sqlite3.SQLITE_IOERR_WRITE
+	}
+	return rcOf(err, sqlite3.SQLITE_IOERR_WRITE)
+}
+
+func xTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
+	return rcOf(fileOf(pFile).f.Truncate(size), sqlite3.SQLITE_IOERR_TRUNCATE)
+}
+
+func xSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
+	return rcOf(fileOf(pFile).f.Sync(), sqlite3.SQLITE_IOERR_FSYNC)
+}
+
+func xFileSize(tls *libc.TLS, pFile uintptr, pSize uintptr) int32 {
+	size, err := fileOf(pFile).f.Size()
+	if err != nil {
+		return rcOf(err, sqlite3.SQLITE_IOERR_FSTAT)
+	}
+	*(*int64)(cptr(pSize)) = size
+	return sqlite3.SQLITE_OK
+}
+
+func xLock(tls *libc.TLS, pFile uintptr, level int32) int32 {
+	return fileOf(pFile).lk.lock(level)
+}
+
+func xUnlock(tls *libc.TLS, pFile uintptr, level int32) int32 {
+	return fileOf(pFile).lk.unlock(level)
+}
+
+func xCheckReservedLock(tls *libc.TLS, pFile uintptr, pResOut uintptr) int32 {
+	held, rc := fileOf(pFile).lk.checkReserved()
+	*(*int32)(cptr(pResOut)) = libc.Bool32(held)
+	return rc
+}
+
+// xFileControl knows no file controls: SQLite treats SQLITE_NOTFOUND as
+// "this VFS does not do that".
+func xFileControl(tls *libc.TLS, pFile uintptr, op int32, pArg uintptr) int32 {
+	return sqlite3.SQLITE_NOTFOUND
+}
+
+func xSectorSize(tls *libc.TLS, pFile uintptr) int32 { return sectorSize }
+
+func xDeviceCharacteristics(tls *libc.TLS, pFile uintptr) int32 { return deviceCharacteristics }
+
+func xShmMap(tls *libc.TLS, pFile uintptr, iPg int32, pgsz int32, bExtend int32, pp uintptr) int32 {
+	p, rc := fileOf(pFile).lk.shmMap(tls, iPg, pgsz, bExtend != 0)
+	*(*uintptr)(cptr(pp)) = p
+	return rc
+}
+
+func xShmLock(tls *libc.TLS, pFile uintptr, offset int32, n int32, flags int32) int32 {
+	return fileOf(pFile).lk.shmLock(offset, n, flags)
+}
+
+func xShmBarrier(tls *libc.TLS, pFile uintptr) {
+	fileOf(pFile).lk.shmBarrier()
+}
+
+func xShmUnmap(tls *libc.TLS, pFile uintptr, deleteFlag int32) int32 {
+	return fileOf(pFile).lk.shmUnmap(tls)
+}
