@@ -18,12 +18,12 @@ func TestEqualHashString(t *testing.T) {
 	assert.Equal(t, State{}.Hash(), NewState().Hash())
 
 	differ := []State{
-		st(map[string]Entry{"a": b7, "b": {Value: Bytes("x"), ExpiresAt: 9}}, a.Leases),              // int 7 vs "7"
-		st(map[string]Entry{"a": i7, "b": {Value: Bytes("x"), ExpiresAt: 10}}, a.Leases),             // deadline
-		st(map[string]Entry{"a": i7}, a.Leases),                                                       // missing key
-		st(a.KV, map[string]LeaseRow{"l": {Owner: "o", Token: 3, ExpiresAt: 5}}),                     // token
-		st(a.KV, nil),                                                                                 // no lease
-		st(map[string]Entry{"a": i7, "b": {Value: Bytes("x"), ExpiresAt: 9}, "l": i7}, nil),           // key, not lease
+		st(map[string]Entry{"a": b7, "b": {Value: Bytes("x"), ExpiresAt: 9}}, a.Leases),  // int 7 vs "7"
+		st(map[string]Entry{"a": i7, "b": {Value: Bytes("x"), ExpiresAt: 10}}, a.Leases), // deadline
+		st(map[string]Entry{"a": i7}, a.Leases),                                          // missing key
+		st(a.KV, map[string]LeaseRow{"l": {Owner: "o", Token: 3, ExpiresAt: 5}}),         // token
+		st(a.KV, nil), // no lease
+		st(map[string]Entry{"a": i7, "b": {Value: Bytes("x"), ExpiresAt: 9}, "l": i7}, nil),                                                   // key, not lease
 		st(map[string]Entry{"a": i7, "b": {Value: Bytes("x"), ExpiresAt: 9}}, map[string]LeaseRow{"l": {Owner: "p", Token: 2, ExpiresAt: 5}}), // owner
 	}
 	for i, d := range differ {

@@ -1,0 +1,129 @@
+package linearizability
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/statekit/statekit/model"
+)
+
+// Verdict is the outcome of a check.
+type Verdict string
+
+// The verdicts.
+const (
+	// Ok: every partition is linearizable.
+	Ok Verdict = "Ok"
+	// Illegal: some partition is not linearizable (or an operation was
+	// refused as invalid although the spec accepts it).
+	Illegal Verdict = "Illegal"
+	// Unknown: a partition's check ran out of time, or the history is
+	// malformed (Result.Err says how).
+	Unknown Verdict = "Unknown"
+)
+
+// ErrNoFailure is returned by Result.WriteHTML when there is no failing
+// partition to show.
+var ErrNoFailure = errors.New("linearizability: no failing partition to visualise")
+
+// Result is what Check found.
+type Result struct {
+	// Verdict is Ok, Illegal or Unknown.
+	Verdict Verdict
+	// Partition names the first failing partition in sorted order ("k:"+key
+	// or "l:"+name) when Illegal, or the first that timed out when Unknown
+	// and none failed. Empty otherwise.
+	Partition string
+	// Description explains an Illegal or Unknown verdict: the longest
+	// linearizable prefix of the failing partition, the states it leaves,
+	// and the operations none of which can come next, with what the spec
+	// answers instead.
+	Description string
+	// Err is set when the history is malformed (see Validate).
+	Err error
+	// Partitions and Operations count the partitions checked and the ops of
+	// the history.
+	Partitions, Operations int
+
+	model porcupine.Model
+	info  *porcupine.LinearizationInfo
+}
+
+// Ok reports whether the verdict is Ok.
+func (r Result) Ok() bool { return r.Verdict == Ok }
+
+// String summarises the result in one line, such as
+// `Illegal in partition k:a (12 partitions, 340 operations)`.
+func (r Result) String() string {
+	switch {
+	case r.Err != nil:
+		return fmt.Sprintf("%s: %v", r.Verdict, r.Err)
+	case r.Partition != "":
+		return fmt.Sprintf("%s in partition %s (%d partitions, %d operations)", r.Verdict, r.Partition, r.Partitions, r.Operations)
+	}
+	return fmt.Sprintf("%s (%d partitions, %d operations)", r.Verdict, r.Partitions, r.Operations)
+}
+
+// WriteHTML writes porcupine's interactive view of the failing partition to
+// path. It returns ErrNoFailure unless the verdict is Illegal with a
+// partition, and the error of writing the file otherwise.
+func (r Result) WriteHTML(path string) error {
+	if r.info == nil {
+		return ErrNoFailure
+	}
+	if err := porcupine.VisualizePath(r.model, *r.info, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Check checks history against package model, partition by partition in
+// sorted order, stopping at the first that is not linearizable. timeout
+// bounds each partition's search (0: no limit); a partition that runs out
+// makes the verdict Unknown unless a later one is Illegal. Check is
+// deterministic when no partition runs out of time.
+//
+// Operations answered model.ErrInvalid changed nothing and are left out,
+// after checking that the spec refuses them too.
+func Check(history []Op, timeout time.Duration) Result {
+	res := Result{Verdict: Ok, Operations: len(history)}
+	if err := Validate(history); err != nil {
+		res.Verdict, res.Err = Unknown, err
+		return res
+	}
+	refused := map[int]bool{}
+	for i, op := range history {
+		if op.Event != Verb || op.Unknown || op.Output.Err != model.ErrInvalid {
+			continue
+		}
+		if _, out := model.Step(model.NewState(), op.Input); out.Err != model.ErrInvalid {
+			res.Verdict = Illegal
+			res.Description = fmt.Sprintf("#%d %s: refused as invalid, but the spec answers %s", i, op, out)
+			return res
+		}
+		refused[i] = true
+	}
+	pr := project(history, refused)
+	res.Partitions = len(pr.names)
+	for _, name := range pr.names {
+		p, ops := pr.parts[name], pr.ops[name]
+		m := p.porcupineModel()
+		switch porcupine.CheckOperationsTimeout(m, ops, timeout) {
+		case porcupine.Ok:
+			continue
+		case porcupine.Unknown:
+			if res.Verdict == Ok {
+				res.Verdict, res.Partition = Unknown, name
+				res.Description = fmt.Sprintf("partition %s: the check ran out of time (%d operations)", name, len(ops))
+			}
+			continue
+		}
+		_, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
+		res.Verdict, res.Partition, res.model, res.info = Illegal, name, m, &info
+		res.Description = describeFailure(p, ops, info)
+		return res
+	}
+	return res
+}

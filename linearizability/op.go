@@ -1,0 +1,230 @@
+package linearizability
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/statekit/statekit/model"
+)
+
+// Event says what an Op records: a verb call, or an event of the machine.
+type Event uint8
+
+// The events.
+const (
+	// Verb is a verb a client called: Input and Output say which and what it
+	// answered.
+	Verb Event = iota
+	// PowerLoss is the machine losing power at Op.Call (== Op.Return): every
+	// unsynced write may be lost. Recorders give operations after the reboot
+	// call times strictly after it.
+	PowerLoss
+	// Durable is a FULL commit the history does not otherwise show (a
+	// checkpoint, a write on a key not recorded) that happened within
+	// [Op.Call, Op.Return]: every commit before it is durable.
+	Durable
+	eventEnd
+)
+
+var eventNames = [...]string{Verb: "verb", PowerLoss: "power_loss", Durable: "durable"}
+
+// String returns the event's name, such as "power_loss".
+func (e Event) String() string {
+	if e < eventEnd {
+		return eventNames[e]
+	}
+	return "event(" + strconv.Itoa(int(e)) + ")"
+}
+
+// MarshalText encodes e as its name; it returns an error for an unknown
+// Event.
+func (e Event) MarshalText() ([]byte, error) {
+	if e >= eventEnd {
+		return nil, fmt.Errorf("linearizability: cannot encode %s", e)
+	}
+	return []byte(eventNames[e]), nil
+}
+
+// UnmarshalText decodes a name written by MarshalText; it returns an error
+// for an unknown name.
+func (e *Event) UnmarshalText(b []byte) error {
+	for i := Verb; i < eventEnd; i++ {
+		if eventNames[i] == string(b) {
+			*e = i
+			return nil
+		}
+	}
+	return fmt.Errorf("linearizability: unknown event %q", b)
+}
+
+// Durability is how a write committed.
+type Durability uint8
+
+// The durabilities.
+const (
+	// Normal is synchronous=NORMAL: a power loss may roll the commit back
+	// (reads use it too; it is the zero value).
+	Normal Durability = iota
+	// Full is synchronous=FULL: once committed the write, and every commit
+	// before it, survives a power loss.
+	Full
+)
+
+// String returns "normal" or "full".
+func (d Durability) String() string {
+	if d == Full {
+		return "full"
+	}
+	return "normal"
+}
+
+// MarshalText encodes d as its name.
+func (d Durability) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText decodes "normal" or "full"; it returns an error otherwise.
+func (d *Durability) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "normal":
+		*d = Normal
+	case "full":
+		*d = Full
+	default:
+		return fmt.Errorf("linearizability: unknown durability %q", b)
+	}
+	return nil
+}
+
+// Op is one recorded operation or event. Call and Return are timestamps from
+// one clock every recorder shares (virtual time, an event counter, or
+// CLOCK_MONOTONIC across processes); intervals are closed, so two operations
+// whose intervals touch are concurrent. Input.NowMillis is the engine time
+// the call used, in unix milliseconds; it decides expiry, independently of
+// Call and Return.
+//
+// Client identifies the caller; Seq, when not 0, numbers its operations so a
+// later line of a journal can replace an earlier one (see Decode).
+//
+// Unknown marks an outcome a crash or power loss hid: Output is ignored, and
+// the call may or may not have taken effect. Its Return, when greater than
+// Call, is a time by which the call had certainly ended (after its process
+// was seen dead); otherwise the call is open until the first PowerLoss after
+// it, or until after every other event. Give the bound when you have it:
+// open calls make the search much slower.
+//
+// Durability says how a write committed; a Full write is a durable point
+// when it committed.
+//
+// Recording Flush: its per-key answers are not checked (the engine does not
+// report them); record a Flush that returned an error as Unknown.
+type Op struct {
+	Client     int          `json:"client"`
+	Seq        int64        `json:"seq,omitempty"`
+	Event      Event        `json:"event,omitempty"`
+	Input      model.Input  `json:"input"`
+	Output     model.Output `json:"output"`
+	Call       int64        `json:"call"`
+	Return     int64        `json:"return"`
+	Unknown    bool         `json:"unknown,omitempty"`
+	Durability Durability   `json:"durability,omitempty"`
+}
+
+// PowerLossAt returns the event of a power loss at time at.
+func PowerLossAt(at int64) Op { return Op{Event: PowerLoss, Call: at, Return: at} }
+
+// DurableWithin returns the event of a FULL commit within [call, ret].
+func DurableWithin(call, ret int64) Op { return Op{Event: Durable, Call: call, Return: ret} }
+
+// String describes the op readably, such as
+// `c2 [10,14] incrby("a", +1) @1000 -> 6 full`.
+func (op Op) String() string {
+	switch op.Event {
+	case PowerLoss:
+		return fmt.Sprintf("power loss at %d", op.Call)
+	case Durable:
+		return fmt.Sprintf("durable point within [%d,%d]", op.Call, op.Return)
+	case Verb:
+	default:
+		return op.Event.String()
+	}
+	var s string
+	if op.Unknown {
+		s = fmt.Sprintf("c%d [%d,?] %s -> unknown", op.Client, op.Call, op.Input)
+	} else {
+		s = fmt.Sprintf("c%d [%d,%d] %s", op.Client, op.Call, op.Return, model.Describe(op.Input, op.Output))
+	}
+	if op.Durability == Full {
+		s += " full"
+	}
+	return s
+}
+
+// Validate reports the first malformed op of history: an unknown event or
+// verb, a known outcome that returns before its call or after a PowerLoss
+// it started before, or an Update whose sub-outputs do not fit its
+// sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
+// that failed otherwise).
+func Validate(history []Op) error {
+	var powerLosses []int64
+	for _, op := range history {
+		if op.Event == PowerLoss {
+			powerLosses = append(powerLosses, op.Call)
+		}
+	}
+	slices.Sort(powerLosses)
+	for i, op := range history {
+		switch op.Event {
+		case PowerLoss, Durable:
+			if op.Return < op.Call {
+				return fmt.Errorf("op %d (%s): returns before its call", i, op)
+			}
+			continue
+		case Verb:
+		default:
+			return fmt.Errorf("op %d: unknown event %d", i, op.Event)
+		}
+		if err := validInput(op.Input, 0); err != nil {
+			return fmt.Errorf("op %d (%s): %w", i, op, err)
+		}
+		if op.Unknown {
+			continue
+		}
+		if op.Return < op.Call {
+			return fmt.Errorf("op %d (%s): returns before its call", i, op)
+		}
+		if j, _ := slices.BinarySearch(powerLosses, op.Call+1); j < len(powerLosses) && powerLosses[j] < op.Return {
+			return fmt.Errorf("op %d (%s): returns after the power loss at %d (record it as unknown)", i, op, powerLosses[j])
+		}
+		if op.Input.Kind != model.Update || op.Output.Err == model.ErrInvalid {
+			continue
+		}
+		subs, ops := len(op.Output.Sub), len(op.Input.Ops)
+		switch op.Output.Err {
+		case model.ErrNone, model.ErrAborted:
+			if subs != ops {
+				return fmt.Errorf("op %d (%s): %d sub-outputs for %d sub-inputs", i, op, subs, ops)
+			}
+		default:
+			if subs == 0 || subs > ops {
+				return fmt.Errorf("op %d (%s): %d sub-outputs for %d sub-inputs, failing at one of them", i, op, subs, ops)
+			}
+		}
+	}
+	return nil
+}
+
+// validInput checks the verbs of in and its sub-inputs.
+func validInput(in model.Input, depth int) error {
+	if _, err := in.Kind.MarshalText(); err != nil || in.Kind == 0 {
+		return fmt.Errorf("unknown verb %s", in.Kind)
+	}
+	if depth > 1 {
+		return fmt.Errorf("%s nested too deep", in.Kind)
+	}
+	for _, sub := range in.Ops {
+		if err := validInput(sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

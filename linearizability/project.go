@@ -1,0 +1,329 @@
+package linearizability
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/statekit/statekit/model"
+)
+
+// projection is a history split into partitions, sorted by name.
+type projection struct {
+	names []string
+	parts map[string]partition
+	ops   map[string][]porcupine.Operation
+}
+
+// piece is one Op's part in one partition.
+type piece struct {
+	p  partition
+	st step
+}
+
+// project splits history (already validated) into per-key partitions,
+// leaving out the ops whose indexes skip holds.
+func project(history []Op, skip map[int]bool) projection {
+	pr := projection{parts: map[string]partition{}, ops: map[string][]porcupine.Operation{}}
+
+	// Every partition any op touches, and the time bounds.
+	var maxTime int64
+	var powerLosses []int64
+	clients := map[int]bool{}
+	for i, op := range history {
+		if skip[i] {
+			continue
+		}
+		maxTime = max(maxTime, op.Call, op.Return)
+		switch op.Event {
+		case PowerLoss:
+			powerLosses = append(powerLosses, op.Call)
+		case Verb:
+			clients[op.Client] = true
+			for _, p := range touched(op.Input) {
+				pr.parts[p.String()] = p
+			}
+		}
+	}
+	for name := range pr.parts {
+		pr.names = append(pr.names, name)
+	}
+	slices.Sort(pr.names)
+	slices.Sort(powerLosses)
+
+	// Porcupine's visualisation wants client ids 0..n-1; events get n.
+	ids := make([]int, 0, len(clients))
+	for c := range clients {
+		ids = append(ids, c)
+	}
+	slices.Sort(ids)
+	clientIndex := make(map[int]int, len(ids))
+	for i, c := range ids {
+		clientIndex[c] = i
+	}
+	eventClient := len(ids)
+
+	kvNames, allNames := []string{}, pr.names
+	for _, name := range pr.names {
+		if !pr.parts[name].lease {
+			kvNames = append(kvNames, name)
+		}
+	}
+
+	add := func(name string, st step) {
+		cl := eventClient
+		if st.event == Verb {
+			cl = clientIndex[st.client]
+		}
+		s := st
+		pr.ops[name] = append(pr.ops[name], porcupine.Operation{
+			ClientId: cl, Input: &s, Call: st.call, Return: st.ret,
+		})
+	}
+
+	for i, op := range history {
+		if skip[i] {
+			continue
+		}
+		base := step{index: i, event: op.Event, client: op.Client, call: op.Call, ret: op.Return, fullOf: -1}
+		if op.Event != Verb {
+			for _, name := range allNames {
+				add(name, base)
+			}
+			continue
+		}
+		if op.Unknown {
+			base.ret = maxTime + 1
+			if op.Return > op.Call { // the process was seen dead by then
+				base.ret = op.Return
+			}
+			if j, _ := slices.BinarySearchFunc(powerLosses, op.Call, func(t, call int64) int {
+				return cmp.Compare(t, call+1) // first power loss strictly after the call
+			}); j < len(powerLosses) {
+				base.ret = min(base.ret, powerLosses[j]-1)
+			}
+			base.unknown = true
+		}
+		base.full = op.Durability == Full
+		base.durable = base.full && !op.Unknown && certainWrite(op.Input, op.Output)
+
+		pieces := split(op, base)
+		if op.Input.Kind == model.Sweep {
+			pieces = splitSweep(op, base, kvNames, pr.parts)
+		}
+		own := map[string]bool{}
+		for _, pc := range pieces {
+			name := pc.p.String()
+			own[name] = true
+			add(name, pc.st)
+		}
+		if base.durable {
+			ev := step{index: i, event: Durable, call: op.Call, ret: op.Return, fullOf: i}
+			for _, name := range allNames {
+				if !own[name] {
+					add(name, ev)
+				}
+			}
+		}
+	}
+	return pr
+}
+
+// touched returns the partitions in touches, with repeats.
+func touched(in model.Input) []partition {
+	switch {
+	case in.Kind.IsLease():
+		return []partition{{lease: true, key: in.Key}}
+	}
+	switch in.Kind {
+	case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL:
+		return []partition{{key: in.Key}}
+	case model.Del:
+		ps := make([]partition, len(in.Keys))
+		for i, k := range in.Keys {
+			ps[i] = partition{key: k}
+		}
+		return ps
+	case model.Update, model.Flush:
+		var ps []partition
+		for _, sub := range in.Ops {
+			ps = append(ps, touched(sub)...)
+		}
+		return ps
+	}
+	return nil
+}
+
+// split projects a verb call into each partition it touches (Sweep is
+// handled by the caller: it touches every key partition).
+func split(op Op, base step) []piece {
+	in, out := op.Input, op.Output
+	switch in.Kind {
+	case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL,
+		model.Lease, model.Renew, model.Release:
+		st := base
+		st.in, st.want, st.check = in, out, !op.Unknown
+		return []piece{{p: touched(in)[0], st: st}}
+	case model.Del:
+		return splitDel(op, base)
+	case model.Update:
+		return splitUpdate(op, base)
+	case model.Flush:
+		var pieces []piece
+		for _, g := range groupSubs(in.Ops, len(in.Ops)) {
+			st := base
+			st.in = model.Input{Kind: model.Flush, NowMillis: in.NowMillis, Ops: g.ops}
+			st.want, st.check = model.Output{}, false
+			pieces = append(pieces, piece{p: g.p, st: st})
+		}
+		return pieces
+	}
+	return nil
+}
+
+// distinct returns keys without repeats, in first-seen order.
+func distinct(keys []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// delCount returns the count a one-key part of a Del of n distinct keys
+// answered, when the whole answer n tells it: 0 (nothing was live) or 1
+// (everything was).
+func delCount(total, n int) (int, bool) {
+	switch total {
+	case 0:
+		return 0, true
+	case n:
+		return 1, true
+	}
+	return 0, false
+}
+
+// splitSweep projects a Sweep into every key partition. Its count is
+// checked per key only when it is 0: then no key may have been expired.
+func splitSweep(op Op, base step, kvNames []string, parts map[string]partition) []piece {
+	st := base
+	st.in = model.Input{Kind: model.Sweep, NowMillis: op.Input.NowMillis}
+	st.want = model.Output{Err: op.Output.Err}
+	st.check = !op.Unknown && op.Output.Err == model.ErrNone && op.Output.N == 0
+	pieces := make([]piece, len(kvNames))
+	for i, name := range kvNames {
+		pieces[i] = piece{p: parts[name], st: st}
+	}
+	return pieces
+}
+
+func splitDel(op Op, base step) []piece {
+	keys := distinct(op.Input.Keys)
+	count, known := delCount(op.Output.N, len(keys))
+	pieces := make([]piece, len(keys))
+	for i, k := range keys {
+		st := base
+		st.in = model.Input{Kind: model.Del, Keys: []string{k}, NowMillis: op.Input.NowMillis}
+		st.want = model.Output{Err: op.Output.Err, N: count}
+		st.check = !op.Unknown && known
+		pieces[i] = piece{p: partition{key: k}, st: st}
+	}
+	return pieces
+}
+
+// subGroup is the sub-inputs of an Update or Flush that touch one partition,
+// with the indexes they had.
+type subGroup struct {
+	p     partition
+	ops   []model.Input
+	index []int
+	// one-key parts of a Del over several keys, by position in ops
+	delPart map[int]int // position -> distinct key count of the original Del
+}
+
+// groupSubs groups the first n sub-inputs by partition, in partition-name
+// order, splitting a Del over several keys into one-key Dels.
+func groupSubs(ops []model.Input, n int) []subGroup {
+	byName := map[string]*subGroup{}
+	var names []string
+	addSub := func(p partition, in model.Input, idx, delKeys int) {
+		name := p.String()
+		g, ok := byName[name]
+		if !ok {
+			g = &subGroup{p: p, delPart: map[int]int{}}
+			byName[name] = g
+			names = append(names, name)
+		}
+		if delKeys > 0 {
+			g.delPart[len(g.ops)] = delKeys
+		}
+		g.ops = append(g.ops, in)
+		g.index = append(g.index, idx)
+	}
+	for idx, sub := range ops[:n] {
+		if sub.Kind == model.Del {
+			keys := distinct(sub.Keys)
+			for _, k := range keys {
+				addSub(partition{key: k}, model.Input{Kind: model.Del, Keys: []string{k}}, idx, len(keys))
+			}
+			continue
+		}
+		for _, p := range touched(sub) {
+			addSub(p, sub, idx, 0)
+		}
+	}
+	slices.Sort(names)
+	groups := make([]subGroup, len(names))
+	for i, name := range names {
+		groups[i] = *byName[name]
+	}
+	return groups
+}
+
+func splitUpdate(op Op, base step) []piece {
+	in, out := op.Input, op.Output
+	n := len(in.Ops)
+	failed := -1 // index of the sub-input that aborted the update
+	if !op.Unknown {
+		n = min(n, len(out.Sub))
+		if out.Err != model.ErrNone && out.Err != model.ErrAborted && n > 0 {
+			failed = n - 1
+		}
+	}
+	var pieces []piece
+	for _, g := range groupSubs(in.Ops, n) {
+		st := base
+		st.in = model.Input{Kind: model.Update, NowMillis: in.NowMillis, Ops: g.ops, Abort: in.Abort}
+		if op.Unknown {
+			pieces = append(pieces, piece{p: g.p, st: st})
+			continue
+		}
+		st.check = true
+		st.want = model.Output{Err: out.Err, Sub: make([]model.Output, len(g.ops))}
+		st.subCheck = make([]bool, len(g.ops))
+		hasFailed := false
+		for pos, idx := range g.index {
+			sub := out.Sub[idx]
+			st.subCheck[pos] = true
+			if keys, ok := g.delPart[pos]; ok {
+				count, known := delCount(sub.N, keys)
+				sub = model.Output{Err: sub.Err, N: count}
+				st.subCheck[pos] = known
+			}
+			st.want.Sub[pos] = sub
+			hasFailed = hasFailed || idx == failed
+		}
+		if out.Err != model.ErrNone && !hasFailed {
+			// Rolled back by a sub-input of another partition, or by the
+			// callback: here it looks like the callback's own abort.
+			st.in.Abort = true
+			st.want.Err = model.ErrAborted
+		}
+		pieces = append(pieces, piece{p: g.p, st: st})
+	}
+	return pieces
+}
