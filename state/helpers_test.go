@@ -83,10 +83,15 @@ func newFixture(t *testing.T, b backend, opts ...state.Option) *fixture {
 	return f
 }
 
-// open opens f.path with f.clock, the backend's options and opts.
+// open opens f.path with f.clock, the backend's options and opts; with no
+// opts, background work is off.
 func (f *fixture) open(opts ...state.Option) *state.DB {
 	f.t.Helper()
-	all := append([]state.Option{state.WithClock(f.clock), state.WithoutBackground()}, f.b.opts(f.t)...)
+	all := []state.Option{state.WithClock(f.clock)}
+	if len(opts) == 0 {
+		all = append(all, state.WithoutBackground())
+	}
+	all = append(all, f.b.opts(f.t)...)
 	db, err := state.Open(f.path, append(all, opts...)...)
 	require.NoError(f.t, err)
 	return db

@@ -87,9 +87,9 @@ func WithFlushInterval(d time.Duration) Option {
 	return func(cfg *config) { cfg.flushInterval = d }
 }
 
-// WithoutBackground starts no goroutine at all: no background sweep and no
-// background flush. A simulator that calls Sweep and Flush itself at virtual
-// times uses it.
+// WithoutBackground starts no goroutine at all — no background sweep, no
+// background flush — and turns off the small sweeps that follow writes. A
+// simulator that calls Sweep and Flush itself at virtual times uses it.
 func WithoutBackground() Option { return func(cfg *config) { cfg.background = false } }
 
 // WithReadOnly opens the file for reading only: it must exist and be a

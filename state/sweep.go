@@ -28,10 +28,14 @@ const (
 // WithSweepInterval or WithoutBackground say otherwise.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	total := 0
+	start := int64(-1) // every batch deletes what was expired when the sweep began
 	for {
 		var n int
 		err := db.do(ctx, sweeping, func(now int64) (err error) {
-			n, err = db.sweepBatch(ctx, now, sweepBatchRows)
+			if start < 0 {
+				start = now
+			}
+			n, err = db.sweepBatch(ctx, start, sweepBatchRows)
 			return err
 		})
 		total += n
@@ -57,8 +61,12 @@ func (db *DB) sweepBatch(ctx context.Context, now int64, limit int) (int, error)
 // afterWrite sweeps a small batch every inlineSweepEvery writes, so a busy
 // handle reclaims expired keys even without the background sweeper. Its
 // errors are not the verb's: a fatal one ends the handle for the next call.
+// WithoutBackground turns it off too: a simulator sweeps only when it says.
 // Callers hold mu.
 func (db *DB) afterWrite(ctx context.Context, now int64) {
+	if !db.cfg.background {
+		return
+	}
 	db.writes++
 	if db.writes < inlineSweepEvery {
 		return

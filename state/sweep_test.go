@@ -58,18 +58,28 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 
 func TestWritesSweepALittle(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		f := newFixture(t, b)
-		for i := 0; i < 100; i++ {
-			require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, state.TTL(time.Millisecond)))
+		// No goroutines (intervals 0), but inline sweeping on: the default.
+		inline := newFixture(t, b)
+		require.NoError(t, inline.db.Close())
+		inline.db = inline.open(state.WithSweepInterval(0), state.WithFlushInterval(0))
+		// WithoutBackground: the simulator's setting, no inline sweeps.
+		quiet := newFixture(t, b)
+		for _, f := range []*fixture{inline, quiet} {
+			for i := 0; i < 100; i++ {
+				require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, state.TTL(time.Millisecond)))
+			}
+			f.clock.Advance(time.Millisecond)
+			for i := 0; i < 1000; i++ {
+				_, err := f.db.Incr(f.ctx, "counter")
+				require.NoError(t, err)
+			}
 		}
-		f.clock.Advance(time.Millisecond)
-		for i := 0; i < 1000; i++ {
-			_, err := f.db.Incr(f.ctx, "counter")
-			require.NoError(t, err)
-		}
-		n, err := f.db.Sweep(f.ctx)
+		n, err := inline.db.Sweep(inline.ctx)
 		require.NoError(t, err)
 		assert.Less(t, n, 100, "writes swept some expired keys inline")
+		n, err = quiet.db.Sweep(quiet.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 100, n, "WithoutBackground sweeps nothing by itself")
 	})
 }
 
