@@ -118,15 +118,23 @@ func (db *DB) durably(ctx context.Context, fn func() error) error {
 	if db.cfg.sync == SyncFull || db.cfg.bugs.Has(bugs.LeaseNormalSync) {
 		return fn()
 	}
-	if _, err := db.st.syncFull.ExecContext(ctx); err != nil {
+	// PRAGMA synchronous takes effect when it is compiled, not when it
+	// runs: a prepared copy re-run later changes nothing. So it is
+	// compiled afresh each time.
+	if _, err := db.conn.ExecContext(ctx, syncFullSQL); err != nil {
 		return classify(ctx, err)
 	}
 	err := fn()
-	if _, rerr := db.st.syncNormal.ExecContext(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+	if _, rerr := db.conn.ExecContext(context.WithoutCancel(ctx), syncNormalSQL); rerr != nil && err == nil {
 		err = classify(ctx, rerr)
 	}
 	return err
 }
+
+const (
+	syncFullSQL   = `PRAGMA synchronous=FULL`
+	syncNormalSQL = `PRAGMA synchronous=NORMAL`
+)
 
 func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int64) (*Lease, error) {
 	if db.cfg.bugs.Has(bugs.LeaseTwoStatements) {

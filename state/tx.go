@@ -11,9 +11,11 @@ const (
 	beginSQL    = `BEGIN IMMEDIATE`
 	commitSQL   = `COMMIT`
 	rollbackSQL = `ROLLBACK`
-	// touchSQL rewrites the meta row: a write whose FULL commit makes every
-	// commit before it durable.
-	touchSQL = `UPDATE meta SET v = v WHERE k = 'hwm'`
+	// touchSQL counts forced durable commits in the meta table: a real
+	// change (SQLite writes nothing for an UPDATE that changes nothing), so
+	// its FULL commit syncs the WAL and with it every commit before it.
+	touchSQL = `INSERT INTO meta(k, v) VALUES ('durable_commits', 1)
+ON CONFLICT(k) DO UPDATE SET v = v + 1`
 )
 
 // Tx is a read/write transaction: every verb inside it runs at one engine
