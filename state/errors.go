@@ -122,15 +122,15 @@ func classify(ctx context.Context, err error) error {
 	}
 	switch sqliteCode(err) {
 	case sqliteBusy, sqliteLocked:
-		return fmt.Errorf("%w: %v", ErrBusy, err)
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case sqliteFull:
-		return fmt.Errorf("%w: %v", ErrDiskFull, err)
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	case sqliteIOErr:
-		return fmt.Errorf("%w: %v", ErrIO, err)
+		return fmt.Errorf("%w: %w", ErrIO, err)
 	case sqliteCorrupt, sqliteNotADB:
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	case sqliteReadOnly:
-		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	case sqliteInterrupt:
 		return fmt.Errorf("statekit: interrupted: %w", context.Canceled)
 	}

@@ -22,16 +22,14 @@ const (
 	// maxFindings bounds what Check reports; it stops looking after that.
 	maxFindings = 100
 
-	// scanTailSQL is the common end of the two scan queries: ?2 is the first
-	// key past the prefix ('' for none), ?3 includes expired rows, ?4 is
-	// now, ?5 the page size.
-	scanTailSQL = ` AND (?2 = '' OR key < ?2)
-AND (?3 OR expires_at IS NULL OR expires_at > ?4)
-ORDER BY key LIMIT ?5`
-	// scanFromSQL reads the first page: keys from the prefix on.
-	scanFromSQL = `SELECT key, value, expires_at FROM kv WHERE key >= ?1` + scanTailSQL
-	// scanAfterSQL reads the next page: keys after the last one seen.
-	scanAfterSQL = `SELECT key, value, expires_at FROM kv WHERE key > ?1` + scanTailSQL
+	// The scan query is put together from these by scanSQL: the first page
+	// starts at the prefix (?1), the next ones after the last key seen
+	// (?1); a prefix bounds it with the first key past it (?2). ?3
+	// includes expired rows, ?4 is now, ?5 the page size.
+	scanFromSQL    = `SELECT key, value, expires_at FROM kv WHERE key >= ?1`
+	scanAfterSQL   = `SELECT key, value, expires_at FROM kv WHERE key > ?1`
+	scanBoundedSQL = ` AND key < ?2`
+	scanTailSQL    = ` AND (?3 OR expires_at IS NULL OR expires_at > ?4) ORDER BY key LIMIT ?5`
 
 	// leasesSQL reads a page of lease rows after the name ?1 ('' for the
 	// first page); ?2 includes free ones, ?3 is now, ?4 the page size.
@@ -139,15 +137,15 @@ type Stats struct {
 // twice. If fn returns an error, Scan stops and returns it.
 //
 // Scan returns ErrInvalidArgument for a nil fn, ErrClosed after Close, a
-// wrapped ErrCorrupt naming the key
-// for a value that is neither an integer nor bytes (the handle stays
-// usable), and the errors of a failed read (ErrBusy, ErrIO, ErrCorrupt).
+// wrapped ErrCorrupt naming the key for a value that is neither an integer
+// nor bytes (the handle stays usable), and the errors of a failed read
+// (ErrBusy, ErrIO, ErrCorrupt).
 func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn func(KeyInfo) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil Scan callback", ErrInvalidArgument)
 	}
 	end := prefixEnd(prefix)
-	query, from := scanFromSQL, prefix
+	query, from := scanSQL(true, end != ""), prefix
 	for {
 		var page []rawKey
 		var now int64
@@ -171,8 +169,22 @@ func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn f
 		if len(page) < scanPageRows {
 			return nil
 		}
-		query, from = scanAfterSQL, page[len(page)-1].key
+		query, from = scanSQL(false, end != ""), page[len(page)-1].key
 	}
+}
+
+// scanSQL returns the query for the first page or a next one, bounded by
+// the end of a prefix or not. A bound in the query, rather than a test of
+// ?2 in it, lets SQLite stop at the end of the prefix.
+func scanSQL(first, bounded bool) string {
+	q := scanAfterSQL
+	if first {
+		q = scanFromSQL
+	}
+	if bounded {
+		q += scanBoundedSQL
+	}
+	return q + scanTailSQL
 }
 
 // rawKey is a kv row as read, converted to a KeyInfo outside the lock.
@@ -426,9 +438,10 @@ WHERE typeof(owner) <> 'text' LIMIT ?1`},
 WHERE typeof(token) <> 'integer' OR token < 1 LIMIT ?1`},
 	{"leases", `SELECT quote(name), 'deadline ' || quote(expires_at) || ' is not an integer of at least 0' FROM leases
 WHERE typeof(expires_at) <> 'integer' OR expires_at < 0 LIMIT ?1`},
-	{"meta", `SELECT quote(k), 'unknown meta row' FROM meta WHERE k IS NOT 'hwm' LIMIT ?1`},
-	{"meta", `SELECT quote(k), 'high-water mark ' || quote(v) || ' is not an integer of at least 0' FROM meta
-WHERE k = 'hwm' AND (typeof(v) <> 'integer' OR v < 0) LIMIT ?1`},
+	{"meta", `SELECT quote(k), 'unknown meta row' FROM meta
+WHERE k NOT IN ('hwm', 'handles', 'durable_commits') AND k NOT GLOB 'hwm:[0-9]*' LIMIT ?1`},
+	{"meta", `SELECT quote(k), 'value ' || quote(v) || ' is not an integer of at least 0' FROM meta
+WHERE typeof(v) <> 'integer' OR v < 0 LIMIT ?1`},
 }
 
 // check runs every check. Callers hold mu, inside a read transaction.

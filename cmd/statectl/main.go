@@ -1,0 +1,84 @@
+// Command statectl sees and steers a statekit state file from the shell, and
+// runs one copy of a job at a time under a lease.
+//
+//	statectl dump app.state --prefix rate:
+//	statectl leases app.state --all
+//	statectl incr app.state hits --ttl 1m
+//	statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
+//
+// Read commands (dump, leases, info, check, get, ttl) open the file
+// read-only: they never create, change or advance anything in it and are
+// safe beside a running application. Write commands create a missing file.
+//
+// Exit status: 0 on success; 1 for "not found", "not swapped", "nothing
+// deleted" and check findings; 2 for errors (one line on stderr naming the
+// file and the cause); 75 when run finds the lease held by another owner.
+// run otherwise exits with its command's status (128+N when it died of
+// signal N).
+//
+// Run "statectl help" for the commands and "statectl COMMAND --help" for a
+// command's flags and an example.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+func main() {
+	a := &app{
+		stdin:  os.Stdin,
+		stdout: os.Stdout,
+		stderr: &lockedWriter{w: os.Stderr},
+		tty:    isTerminal(os.Stdout),
+	}
+	os.Exit(a.main(os.Args[1:]))
+}
+
+// app is one invocation of statectl: its standard streams and whether
+// stdout is a terminal.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	tty    bool // stdout is a terminal: align columns under a header
+}
+
+// main runs the command args name and returns the exit status.
+func (a *app) main(args []string) int {
+	err := a.dispatch(args)
+	if err == nil {
+		return exitOK
+	}
+	code, msg := describe(err)
+	if msg != "" {
+		fmt.Fprintf(a.stderr, "statectl: %s\n", msg)
+	}
+	return code
+}
+
+// errorf prints one line on stderr, prefixed with the program's name.
+func (a *app) errorf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "statectl: "+format+"\n", args...)
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// lockedWriter serialises writes: run's renewer and its main loop both
+// report on stderr.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTableAlignsOnATerminalOnly(t *testing.T) {
+	rows := [][]string{{"rate:client-42", "integer", "41.3s", "3"}, {"config", "bytes", "-", "v2"}}
+
+	var tty bytes.Buffer
+	tb := newTable(&tty, true, "KEY", "TYPE", "TTL", "VALUE")
+	for _, r := range rows {
+		tb.row(r...)
+	}
+	require.NoError(t, tb.flush())
+	assert.Equal(t, ""+
+		"KEY             TYPE     TTL    VALUE\n"+
+		"rate:client-42  integer  41.3s  3\n"+
+		"config          bytes    -      v2\n", tty.String())
+
+	var pipe bytes.Buffer
+	tb = newTable(&pipe, false, "KEY", "TYPE", "TTL", "VALUE")
+	for _, r := range rows {
+		tb.row(r...)
+	}
+	require.NoError(t, tb.flush())
+	assert.Equal(t, "rate:client-42\tinteger\t41.3s\t3\nconfig\tbytes\t-\tv2\n", pipe.String(),
+		"piped: tab-separated, no header")
+}
+
+func TestTextQuotesOnlyWhatIsAmbiguous(t *testing.T) {
+	cases := map[string]string{
+		"plain":       "plain",
+		"two words":   "two words",
+		"héllo ☃":     "héllo ☃",
+		"":            `""`,
+		" lead":       `" lead"`,
+		"trail ":      `"trail "`,
+		"tab\there":   `"tab\there"`,
+		"new\nline":   `"new\nline"`,
+		`"quoted"`:    `"\"quoted\""`,
+		"\xff\x00bin": `"\xff\x00bin"`,
+		"nbsp\u00a0":  `"nbsp\u00a0"`,
+	}
+	for in, want := range cases {
+		assert.Equal(t, want, text(in), "text(%q)", in)
+	}
+}
+
+func TestCellCutsLongValues(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	got := cell(state.BytesValue([]byte(long)), false)
+	assert.Equal(t, strings.Repeat("é", 60)+"… (200 bytes)", got)
+	assert.Equal(t, long, cell(state.BytesValue([]byte(long)), true))
+	assert.Equal(t, "-42", cell(state.IntValue(-42), false))
+}
+
+func TestDurPrintsLikeGo(t *testing.T) {
+	cases := map[time.Duration]string{
+		29412 * time.Millisecond:        "29.4s",
+		90 * time.Second:                "1m30s",
+		250 * time.Millisecond:          "250ms",
+		38240 * time.Microsecond:        "38.2ms",
+		12345 * time.Nanosecond:         "12µs",
+		-3 * time.Second:                "-3s",
+		time.Hour + 50*time.Millisecond: "1h0m0.1s",
+	}
+	for d, want := range cases {
+		assert.Equal(t, want, dur(d), "dur(%v)", d)
+	}
+}
+
+func TestSize(t *testing.T) {
+	assert.Equal(t, "512 B", size(512))
+	assert.Equal(t, "24.0 KiB", size(24576))
+	assert.Equal(t, "3.5 MiB", size(3*1024*1024+512*1024))
+}
+
+func TestParseArgsTakesFlagsAnywhere(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	n := fs.Bool("int", false, "")
+	var ttl ttlFlag
+	fs.Var(&ttl, "ttl", "")
+
+	p, err := parseArgs(fs, []string{"file", "--int", "key", "-5", "-ttl=30s", "--", "--int", "x"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"file", "key", "-5"}, p.pos, "a negative number is an argument")
+	assert.Equal(t, []string{"--int", "x"}, p.rest, "after -- nothing is a flag")
+	assert.True(t, *n)
+	assert.Equal(t, 30*time.Second, ttl.d)
+	assert.True(t, ttl.set)
+
+	_, err = parseArgs(fs, []string{"file", "--nope"})
+	assert.EqualError(t, err, "unknown flag --nope")
+	_, err = parseArgs(fs, []string{"file", "--ttl"})
+	assert.EqualError(t, err, "flag --ttl needs a value")
+	_, err = parseArgs(fs, []string{"--help"})
+	assert.ErrorIs(t, err, errHelp)
+}
+
+func TestTableWithoutRowsPrintsNothing(t *testing.T) {
+	var tty bytes.Buffer
+	require.NoError(t, newTable(&tty, true, "KEY", "VALUE").flush())
+	assert.Empty(t, tty.String())
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/statekit/statekit/state"
+)
+
+// Bounds of run.
+const (
+	minRunTTL = 100 * time.Millisecond
+	// maxPoll bounds the pause between two tries for a held lease.
+	maxPoll = 250 * time.Millisecond
+	// minPoll keeps a holder whose lease is about to end from being
+	// asked in a tight loop.
+	minPoll = 10 * time.Millisecond
+)
+
+var runCommand = &command{
+	name:    "run",
+	args:    "FILE --lease NAME [--ttl D] [--owner ID] [--wait D] -- CMD [ARG...]",
+	summary: "run a command while holding a lease: one copy at a time",
+	details: `
+Take the lease NAME in FILE (or wait up to --wait for it), run CMD with its
+fencing token in STATEKIT_FENCING_TOKEN and the lease name in STATEKIT_LEASE,
+renew the lease every third of its ttl while CMD runs, release it when CMD
+exits, and exit with CMD's status (128+N when CMD died of signal N). Like
+flock(1), but the lease ends by itself when its holder stops renewing it,
+and the token lets a resource refuse a stale holder: have CMD pass it on.
+
+When another owner holds the lease, run exits 75 naming the holder and its
+time left. If a renewal fails because the lease was lost (this process was
+paused past its ttl and another owner took the lease), run says so on stderr
+and sends CMD SIGTERM; it then waits for CMD and exits with its status.
+Signals sent to run (HUP, INT, QUIT, TERM, USR1, USR2) are passed on to CMD;
+INT and QUIT typed at a terminal reach CMD from the terminal itself, so run
+does not pass those on a second time while its stdin is the terminal and it
+is in the terminal's foreground. On Linux, CMD gets SIGTERM if run itself dies. If CMD cannot be
+started, run exits 127 (not found) or 126.
+
+The owner must differ between copies that must exclude each other: a second
+run with the same owner shares the live lease. The default is HOST:PID.`,
+	example: `
+$ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
+$ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
+statectl: app.state: lease "nightly" is held by "web-1:4242" for 24.1s more
+$ echo $?
+75
+$ statectl run app.state --lease nightly --wait 1m -- sh -c 'echo token $STATEKIT_FENCING_TOKEN'
+statectl: app.state: lease "nightly" is held by "web-1:4242" for 24.1s more; waiting up to 1m0s
+token 13`,
+	minArgs: 1, maxArgs: 1, takesCommand: true,
+	setup: func(fs *flag.FlagSet) func(*app, []string, []string) error {
+		o := runOptions{ttl: 30 * time.Second}
+		fs.StringVar(&o.lease, "lease", "", "the lease `NAME` (required)")
+		fs.Var(durationFlag{&o.ttl}, "ttl", "the lease's time to live `D`, renewed every D/3")
+		fs.StringVar(&o.owner, "owner", "", "the owner `ID` recorded with the lease (default HOST:PID)")
+		fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for a held lease instead of exiting 75")
+		return func(a *app, pos, cmdArgs []string) error { return runLeased(a, pos[0], o, cmdArgs) }
+	},
+}
+
+// runOptions are run's flags.
+type runOptions struct {
+	lease, owner string
+	ttl, wait    time.Duration
+}
+
+func (o *runOptions) check(cmdArgs []string) error {
+	switch {
+	case o.lease == "":
+		return usageError("run", "--lease is missing")
+	case o.ttl < minRunTTL:
+		return usageError("run", "--ttl %s is below the minimum %s", o.ttl, minRunTTL)
+	case o.wait < 0:
+		return usageError("run", "--wait %s is negative", o.wait)
+	case len(cmdArgs) == 0:
+		return usageError("run", "the command to run is missing after --")
+	}
+	if o.owner == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		o.owner = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	return nil
+}
+
+func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) {
+	if err := o.check(cmdArgs); err != nil {
+		return err
+	}
+	bin, err := exec.LookPath(cmdArgs[0])
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return exit(exitNotFound, "run: %s: no such file", cmdArgs[0])
+	case errors.Is(err, exec.ErrNotFound):
+		return exit(exitNotFound, "run: %s: executable file not found in $PATH", cmdArgs[0])
+	case errors.Is(err, os.ErrPermission):
+		return exit(exitNoExec, "run: %s: permission denied", cmdArgs[0])
+	case err != nil:
+		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], errors.Unwrap(err))
+	}
+	// Catch signals from the start, so one that comes while run waits
+	// for the lease or starts CMD ends it cleanly instead of killing it.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	// A renewal that waits longer than a third of the ttl for the write
+	// lock is given up and retried at the next tick.
+	db, err := openWrite(path, state.WithBusyTimeout(min(o.ttl/3, state.DefaultBusyTimeout)))
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, path, &err)
+
+	l, granted, err := acquire(a, db, path, o, sigs)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, cmdArgs[1:]...)
+	cmd.Args[0] = cmdArgs[0]
+	cmd.Env = append(os.Environ(),
+		"STATEKIT_FENCING_TOKEN="+strconv.FormatInt(l.Token, 10),
+		"STATEKIT_LEASE="+l.Name)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		release(a, db, path, l)
+		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], err)
+	}
+	status, lost := supervise(a, db, path, l, o.ttl, granted, cmd, sigs)
+	if !lost {
+		release(a, db, path, l)
+	}
+	if status == exitOK {
+		return nil
+	}
+	return exit(status, "")
+}
+
+// acquire takes the lease, waiting for it up to o.wait. It returns the lease
+// and the time just before the grant, from which the lease lasts at least
+// its ttl.
+func acquire(a *app, db *state.DB, path string, o runOptions, sigs <-chan os.Signal) (*state.Lease, time.Time, error) {
+	deadline := time.Now().Add(o.wait)
+	said := false
+	for {
+		start := time.Now()
+		l, err := db.Lease(context.Background(), o.lease, o.owner, o.ttl)
+		if err == nil {
+			return l, start, nil
+		}
+		var held *state.LeaseHeldError
+		if !errors.As(err, &held) {
+			return nil, time.Time{}, fileError(path, err)
+		}
+		msg := fmt.Sprintf("%s: lease %s is held by %s for %s more", path, quote(held.Name), quote(held.Owner), dur(held.Left))
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			if said {
+				msg += fmt.Sprintf(" (waited %s)", o.wait)
+			}
+			return nil, time.Time{}, exit(exitHeld, "%s", msg)
+		}
+		if !said {
+			a.errorf("%s; waiting up to %s", msg, o.wait)
+			said = true
+		}
+		pause := min(maxPoll, remaining, max(held.Left, minPoll))
+		select {
+		case <-time.After(pause):
+		case sig := <-sigs:
+			return nil, time.Time{}, exit(signalStatus(sig), "%s: %v while waiting for lease %s", path, sig, quote(o.lease))
+		}
+	}
+}
+
+// supervise waits for cmd while the lease is renewed, passing signals on,
+// and sends cmd SIGTERM if the lease is lost. It returns cmd's exit status
+// and whether the lease was lost.
+func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Duration, granted time.Time,
+	cmd *exec.Cmd, sigs <-chan os.Signal) (status int, lost bool) {
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the status is in cmd.ProcessState
+		close(done)
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	lostCh := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		keep(ctx, a, db, path, l, ttl, granted, lostCh)
+	}()
+	for {
+		select {
+		case <-done:
+			cancel()
+			wg.Wait()
+			return exitStatus(cmd.ProcessState), lost
+		case sig := <-sigs:
+			if !fromTerminal(sig) {
+				_ = cmd.Process.Signal(sig)
+			}
+		case err := <-lostCh:
+			lost = true
+			a.errorf("%s: lease %s lost (token %d): %s; sending SIGTERM to %s (pid %d)",
+				path, quote(l.Name), l.Token, oneLine(unprefix(err.Error())), cmd.Args[0], cmd.Process.Pid)
+			_ = cmd.Process.Signal(terminate)
+		}
+	}
+}
+
+// keep renews l every third of its ttl until ctx ends. It reports on lost
+// when the lease is gone: a renewal found it expired, released or granted
+// anew, or renewals kept failing until its ttl ran out.
+func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease, ttl time.Duration,
+	granted time.Time, lost chan<- error) {
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	ends := granted.Add(ttl) // by this process's clock, held at least until then
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		err := db.Renew(ctx, l, ttl)
+		switch {
+		case err == nil:
+			ends = start.Add(ttl)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, state.ErrLeaseLost):
+			lost <- err
+			return
+		case !time.Now().Before(ends):
+			lost <- fmt.Errorf("renewals failed until the ttl ran out: %w", err)
+			return
+		default:
+			a.errorf("%s: renewing lease %s failed, will retry: %s", path, quote(l.Name), oneLine(unprefix(err.Error())))
+		}
+	}
+}
+
+// release ends the lease, warning when it was lost meanwhile.
+func release(a *app, db *state.DB, path string, l *state.Lease) {
+	if err := db.Release(context.Background(), l); err != nil {
+		a.errorf("%s: releasing lease %s: %s", path, quote(l.Name), fileMessage(path, err))
+	}
+}
