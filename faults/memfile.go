@@ -13,6 +13,10 @@ type inode struct {
 	durable []byte
 	data    []byte
 	pending []mutation
+	// errSeq counts failed syncs: like Linux's errseq_t (4.13+), a failed
+	// write-back is reported once to every file open on the inode, at its
+	// next Sync, not only to the one that saw it first.
+	errSeq uint64
 }
 
 // mutation is a write (data at off) or, when truncate is set, a truncate to
@@ -85,6 +89,7 @@ type memFile struct {
 	name     string
 	readOnly bool
 	closed   bool
+	errSeen  uint64 // the inode's errSeq this file has reported
 }
 
 var (
@@ -206,7 +211,9 @@ func (f *memFile) Truncate(size int64) error {
 // more becomes durable) and ErrInjected for an injected failure. A failed
 // sync behaves as Linux's fsync does (fsyncgate): the writes it was to make
 // durable stay readable but are never made durable, and the next Sync does
-// not report them. With SetSyncNoop(true) Sync does nothing and succeeds.
+// not report them to the file that saw the failure; every other file open
+// on it then reports the failure once, at its next Sync (Linux 4.13+). With
+// SetSyncNoop(true) Sync does nothing and succeeds.
 func (f *memFile) Sync() error {
 	m := f.view.m
 	m.mu.Lock()
@@ -220,7 +227,13 @@ func (f *memFile) Sync() error {
 	}
 	if err := m.injected(OpSync); err != nil {
 		f.ino.pending = nil // lost for good: in the cache, never on disk
+		f.ino.errSeq++
+		f.errSeen = f.ino.errSeq
 		return fmt.Errorf("sync %q: %w", f.name, err)
+	}
+	if f.errSeen < f.ino.errSeq {
+		f.errSeen = f.ino.errSeq
+		return fmt.Errorf("sync %q: a write-back failed earlier through another file: %w", f.name, ErrInjected)
 	}
 	if m.plan.syncNoop {
 		return nil

@@ -217,7 +217,7 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 		m.files[name] = ino
 	}
 	m.lastFileID++
-	f := &memFile{view: p, id: m.lastFileID, ino: ino, name: name, readOnly: flags&vfs.OpenReadWrite == 0}
+	f := &memFile{view: p, id: m.lastFileID, ino: ino, name: name, readOnly: flags&vfs.OpenReadWrite == 0, errSeen: ino.errSeq}
 	m.open[f.id] = f
 	m.stats.Opens++
 	return f, nil

@@ -97,6 +97,14 @@ func rcOf(err error, ioerr int32) int32 {
 	}
 }
 
+// rc is rcOf for an operation of h, remembering a failure for LastError.
+func (h *handle) rc(err error, ioerr int32) int32 {
+	if err != nil {
+		h.reg.noteErr(err)
+	}
+	return rcOf(err, ioerr)
+}
+
 func xClose(tls *libc.TLS, pFile uintptr) int32 {
 	cf := (*cFile)(cptr(pFile))
 	h := fileOf(pFile)
@@ -107,13 +115,15 @@ func xClose(tls *libc.TLS, pFile uintptr) int32 {
 	if h.flags&OpenDeleteOnClose != 0 && h.name != "" {
 		_ = h.reg.fs.Delete(h.name) // best effort, as in the unix VFS
 	}
+	rc := h.rc(err, sqlite3.SQLITE_IOERR_CLOSE)
 	h.reg.fileClosed(tls)
-	return rcOf(err, sqlite3.SQLITE_IOERR_CLOSE)
+	return rc
 }
 
 func xRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	buf := cbytes(zBuf, iAmt)
-	n, err := fileOf(pFile).f.ReadAt(buf, iOfst)
+	h := fileOf(pFile)
+	n, err := h.f.ReadAt(buf, iOfst)
 	if n == len(buf) {
 		return sqlite3.SQLITE_OK
 	}
@@ -121,30 +131,34 @@ func xRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) 
 		clear(buf[n:]) // SQLite requires short reads zero-filled
 		return sqlite3.SQLITE_IOERR_SHORT_READ
 	}
-	return rcOf(err, sqlite3.SQLITE_IOERR_READ)
+	return h.rc(err, sqlite3.SQLITE_IOERR_READ)
 }
 
 func xWrite(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	buf := cbytes(zBuf, iAmt)
-	n, err := fileOf(pFile).f.WriteAt(buf, iOfst)
+	h := fileOf(pFile)
+	n, err := h.f.WriteAt(buf, iOfst)
 	if err == nil && n != len(buf) {
 		return sqlite3.SQLITE_IOERR_WRITE
 	}
-	return rcOf(err, sqlite3.SQLITE_IOERR_WRITE)
+	return h.rc(err, sqlite3.SQLITE_IOERR_WRITE)
 }
 
 func xTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
-	return rcOf(fileOf(pFile).f.Truncate(size), sqlite3.SQLITE_IOERR_TRUNCATE)
+	h := fileOf(pFile)
+	return h.rc(h.f.Truncate(size), sqlite3.SQLITE_IOERR_TRUNCATE)
 }
 
 func xSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
-	return rcOf(fileOf(pFile).f.Sync(), sqlite3.SQLITE_IOERR_FSYNC)
+	h := fileOf(pFile)
+	return h.rc(h.f.Sync(), sqlite3.SQLITE_IOERR_FSYNC)
 }
 
 func xFileSize(tls *libc.TLS, pFile uintptr, pSize uintptr) int32 {
-	size, err := fileOf(pFile).f.Size()
+	h := fileOf(pFile)
+	size, err := h.f.Size()
 	if err != nil {
-		return rcOf(err, sqlite3.SQLITE_IOERR_FSTAT)
+		return h.rc(err, sqlite3.SQLITE_IOERR_FSTAT)
 	}
 	*(*int64)(cptr(pSize)) = size
 	return sqlite3.SQLITE_OK

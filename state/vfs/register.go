@@ -32,8 +32,9 @@ type registration struct {
 	anon  atomic.Uint64
 
 	mu           sync.Mutex
-	open         int  // files open through the registration
-	unregistered bool // unregister ran; free the C memory at open == 0
+	lastErr      error // the latest error the FS returned, for LastError
+	open         int   // files open through the registration
+	unregistered bool  // unregister ran; free the C memory at open == 0
 	freed        bool
 }
 
@@ -112,6 +113,32 @@ func Register(fsys FS) (name string, unregister func(), err error) {
 		return "", nil, fmt.Errorf("sqlite3_vfs_register %s: rc %d: %w", r.name, rc, ErrRegister)
 	}
 	return r.name, sync.OnceFunc(r.unregister), nil
+}
+
+// noteErr remembers err as the latest error the FS returned.
+func (r *registration) noteErr(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastErr = err
+}
+
+// LastError returns the latest error the FS registered as name returned to
+// SQLite, and forgets it; nil if there was none since the last call. SQLite
+// reports only a result code (SQLITE_IOERR_FSYNC, ...): this is how the
+// engine wraps the cause, such as an injected fault or a dead disk.
+func LastError(name string) error {
+	var err error
+	registrations.Range(func(_, v any) bool {
+		r := v.(*registration)
+		if r.name != name {
+			return true
+		}
+		r.mu.Lock()
+		err, r.lastErr = r.lastErr, nil
+		r.mu.Unlock()
+		return false
+	})
+	return err
 }
 
 // unregister takes the VFS off SQLite's list and frees it once no file is
