@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test demo bench lint
+.PHONY: test demo bench lint sim
 
 # test: every test, with the race detector, plus vet and gofmt.
 test: lint
@@ -18,3 +18,7 @@ bench:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+
+# sim: 1000 seeds of the deterministic simulator, one worker process per core.
+sim:
+	$(GO) run ./cmd/statesim -seeds 1000

@@ -7,18 +7,24 @@ import (
 )
 
 // background runs the production goroutines: a sweeper and a flusher on
-// real-time tickers. They only call Sweep and Flush, which a simulator calls
-// itself at virtual times after WithoutBackground.
+// real-time tickers, and a checkpointer (see checkpoint.go). The first two
+// only call Sweep and Flush, which a simulator calls itself at virtual times
+// after WithoutBackground; without the checkpointer, SQLite checkpoints on
+// the main connection as it always does.
 type background struct {
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
+	ckpt checkpointer
 }
+
+// runsBackground reports whether the configuration asks for background goroutines.
+func (c config) runsBackground() bool { return c.background && !c.readOnly }
 
 // start launches the goroutines the configuration asks for.
 func (b *background) start(db *DB) {
 	b.done = make(chan struct{})
-	if !db.cfg.background || db.cfg.readOnly {
+	if !db.cfg.runsBackground() {
 		return
 	}
 	if d := db.cfg.sweepInterval; d > 0 {
@@ -27,6 +33,20 @@ func (b *background) start(db *DB) {
 	if d := db.cfg.flushInterval; d > 0 {
 		b.every(d, func() { _ = db.Flush(context.Background()) })
 	}
+	b.ckpt.kick = make(chan struct{}, 1)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.ckpt.close()
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-b.ckpt.kick:
+				b.ckpt.checkpoint(db)
+			}
+		}
+	}()
 }
 
 // every calls fn every d until stop. Errors are not lost: a fatal one ends

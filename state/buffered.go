@@ -28,14 +28,17 @@ type buffer struct {
 // SyncNormal write. Use Incr when every increment must count.
 //
 // IncrBuffered returns ErrOverflow if the buffered sum for key would leave
-// int64 (the buffer is then unchanged), ErrInvalidKey for a bad key, and
-// ErrClosed after Close.
+// int64 (the buffer is then unchanged), ErrInvalidKey for a bad key,
+// ErrIO once the handle has failed, and ErrClosed after Close.
 func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
 		return err
 	}
 	if db.cfg.readOnly {
 		return fmt.Errorf("%w: %s was opened read-only", ErrReadOnly, db.path)
+	}
+	if db.dead.Load() {
+		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file", ErrIO, db.path)
 	}
 	b := &db.buf
 	b.mu.Lock()
@@ -60,6 +63,13 @@ func (b *buffer) take() map[string]int64 {
 	return d
 }
 
+// isClosed reports whether Close has begun.
+func (b *buffer) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
 // restore adds deltas that could not be written back into the buffer.
 func (b *buffer) restore(d map[string]int64) {
 	b.mu.Lock()
@@ -76,6 +86,9 @@ func (b *buffer) restore(d map[string]int64) {
 // cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
 // buffer for the next flush; after an I/O error they are lost with the handle.
 func (db *DB) Flush(ctx context.Context) error {
+	if db.dead.Load() && !db.buf.isClosed() {
+		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file", ErrIO, db.path)
+	}
 	d := db.buf.take()
 	err := db.flush(ctx, d)
 	if err != nil && errors.Is(err, errNotWritten) {
@@ -93,7 +106,9 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 	}
 	keys := slices.Sorted(maps.Keys(d))
 	dropped := map[string]error{}
+	began := false
 	err := db.do(ctx, writing, func(now int64) error {
+		began = true
 		if _, err := db.st.begin.ExecContext(ctx); err != nil {
 			return notWritten(classify(ctx, err))
 		}
@@ -112,6 +127,11 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		}
 		return nil
 	})
+	if err != nil && !began && !fatal(err) {
+		// Refused before the transaction (the high-water mark's write found
+		// the disk full or the file busy): nothing was written.
+		return notWritten(err)
+	}
 	if err != nil || len(dropped) == 0 {
 		return err
 	}

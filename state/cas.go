@@ -2,29 +2,28 @@ package state
 
 import (
 	"context"
-	"database/sql"
-	"errors"
+	"database/sql/driver"
 	"fmt"
 
 	"github.com/statekit/statekit/internal/bugs"
 )
 
+// The CAS statements report through the change count (one row changed or
+// none), not RETURNING, which would make SQLite buffer the result in a
+// temporary table.
 const (
 	// casSwapSQL swaps a live value equal to ?2 in type (?4) and content,
 	// keeping the deadline.
 	casSwapSQL = `UPDATE kv SET value = ?3
-WHERE key = ?1 AND typeof(value) = ?4 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?5)
-RETURNING 1`
+WHERE key = ?1 AND typeof(value) = ?4 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?5)`
 	// casDeleteSQL deletes a live value equal to ?2 in type (?3) and content.
 	casDeleteSQL = `DELETE FROM kv
-WHERE key = ?1 AND typeof(value) = ?3 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?4)
-RETURNING 1`
+WHERE key = ?1 AND typeof(value) = ?3 AND value = ?2 AND (expires_at IS NULL OR expires_at > ?4)`
 	// casCreateSQL stores ?2, without deadline, only where the key is absent
 	// or expired.
 	casCreateSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, NULL)
 ON CONFLICT(key) DO UPDATE SET value = excluded.value, expires_at = NULL
-WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= ?3
-RETURNING 1`
+WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= ?3`
 	// casAbsentSQL says whether the key is absent or expired.
 	casAbsentSQL = `SELECT NOT EXISTS (SELECT 1 FROM kv WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2))`
 )
@@ -40,7 +39,7 @@ func (db *DB) CAS(ctx context.Context, key string, expected, new any) (bool, err
 		return false, err
 	}
 	var ok bool
-	err = db.do(ctx, writing, func(now int64) (err error) {
+	err = db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.cas(ctx, now, key, exp, nv)
 		return err
 	})
@@ -69,7 +68,8 @@ func checkCAS(key string, expected, new any) (exp, nv *Value, err error) {
 }
 
 func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (bool, error) {
-	var r row
+	var res driver.Result
+	var err error
 	switch {
 	case exp == nil && nv == nil:
 		var absent bool
@@ -78,21 +78,20 @@ func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (b
 		}
 		return absent, nil
 	case exp == nil:
-		r = db.st.casCreate.QueryRowContext(ctx, key, nv.sqlArg(), now)
+		res, err = db.st.casCreate.ExecContext(ctx, key, nv.sqlArg(), now)
 	case db.cfg.bugs.Has(bugs.CASIgnoresType):
 		return db.bugCASIgnoresType(ctx, now, key, *exp, nv)
 	case nv == nil:
-		r = db.st.casDelete.QueryRowContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
+		res, err = db.st.casDelete.ExecContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
 	default:
-		r = db.st.casSwap.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
+		res, err = db.st.casSwap.ExecContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
 	}
-	var one int
-	err := r.Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
 	}
 	if err != nil {
 		return false, fmt.Errorf("cas %q: %w", key, classify(ctx, err))
 	}
-	return true, nil
+	return n == 1, nil
 }

@@ -28,7 +28,7 @@ type engineTime struct {
 	clock      Clock
 	baseMillis int64         // max(wall at open, high-water mark)
 	monoAtOpen time.Duration // clock.Monotonic() at open
-	lastMillis int64         // the latest time handed out, never goes back
+	lastMillis int64         // the latest time a verb used, never goes back
 }
 
 func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) engineTime {
@@ -39,14 +39,16 @@ func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) engineTime {
 	return engineTime{clock: c, baseMillis: base, monoAtOpen: c.Monotonic(), lastMillis: base}
 }
 
-// nowMillis returns the engine's time in unix milliseconds. It never goes
-// back, even if an injected monotonic clock does.
-func (e *engineTime) nowMillis() int64 {
+// peekMillis returns the engine's time in unix milliseconds without
+// recording it as used. It never goes back, even if an injected monotonic
+// clock does.
+func (e *engineTime) peekMillis() int64 {
 	elapsed := e.clock.Monotonic() - e.monoAtOpen
-	now := e.baseMillis + int64(elapsed/time.Millisecond)
-	if now < e.lastMillis {
-		now = e.lastMillis
-	}
-	e.lastMillis = now
-	return now
+	return max(e.baseMillis+int64(elapsed/time.Millisecond), e.lastMillis)
+}
+
+// nowMillis returns the engine's time and records it as used.
+func (e *engineTime) nowMillis() int64 {
+	e.lastMillis = e.peekMillis()
+	return e.lastMillis
 }

@@ -56,7 +56,7 @@ func (db *DB) IncrBy(ctx context.Context, key string, delta int64, opts ...Write
 		return 0, err
 	}
 	var n int64
-	err = db.do(ctx, writing, func(now int64) (err error) {
+	err = db.do(ctx, grouped, func(now int64) (err error) {
 		n, err = db.incrBy(ctx, now, key, delta, ttl)
 		return err
 	})

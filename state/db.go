@@ -9,9 +9,9 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -21,6 +21,7 @@ import (
 // many goroutines; several processes may open the same file at once.
 type DB struct {
 	path string
+	dsn  string // the driver's name for the file, for the checkpoint connection
 	cfg  config
 
 	sqldb      *sql.DB
@@ -29,13 +30,19 @@ type DB struct {
 	// mu serialises every statement on conn. One connection and one lock
 	// means goroutines queue in Go instead of spinning on SQLite's lock.
 	mu        sync.Mutex
+	q         queue // write verbs waiting for mu (group.go)
 	conn      *sql.Conn
 	st        *stmts
 	time      engineTime
-	hwmMillis int64 // a high-water mark the file is known to hold
-	failed    error // the I/O error or corruption that ended this handle
+	hwmMillis int64       // the value of this handle's mark row in the file
+	hwmKey    string      // this handle's mark row ("hwm:<n>"); "" when read-only
+	pages     pageCounter // counts the pages conn writes, for checkpointIfDue
+	vfsName   string      // the Go VFS registered for WithFS; "" for the native VFS
+	dead      atomic.Bool // failed is set: read without mu by IncrBuffered
+	failed    error       // the I/O error or corruption that ended this handle
 	closed    bool
 	writes    int // writes since the last inline sweep batch
+	sweepRows int // rows the next sweep batch may delete (sweep.go)
 
 	buf buffer
 	bg  background
@@ -64,6 +71,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	db.dsn = dsn
 	if err := db.open(dsn); err != nil {
 		db.releaseHandle()
 		return nil, err
@@ -88,6 +96,7 @@ func (db *DB) dataSource() (string, error) {
 			return "", fmt.Errorf("open %s: %w", db.path, err)
 		}
 		db.unregister = unregister
+		db.vfsName = name
 		q = append(q, "vfs="+name)
 	} else if err := db.prepareFile(); err != nil {
 		return "", err
@@ -169,18 +178,26 @@ func (db *DB) open(dsn string) error {
 		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous="+sync); err != nil {
 			return openError(ctx, db.path, err)
 		}
+		// SQLite's automatic checkpoint ignores its own errors, a failed
+		// sync included: the engine checkpoints itself (checkpoint.go).
+		if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
+			return openError(ctx, db.path, err)
+		}
+		if err := checkpointAtOpen(ctx, conn, db.cfg.busyTimeout); err != nil {
+			return openError(ctx, db.path, err)
+		}
+		if err := db.countPages(ctx); err != nil {
+			return openError(ctx, db.path, err)
+		}
 	}
 	st, err := prepare(ctx, conn, !db.cfg.bugs.Empty())
 	if err != nil {
 		return openError(ctx, db.path, err)
 	}
 	db.st = st
-	var hwm int64
-	if err := st.hwmGet.QueryRowContext(ctx).Scan(&hwm); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := db.loadHWM(ctx); err != nil {
 		return openError(ctx, db.path, err)
 	}
-	db.hwmMillis = hwm
-	db.time = newEngineTime(db.cfg.clock, hwm, db.cfg.bugs.Has(bugs.NoHWM))
 	return nil
 }
 
@@ -213,12 +230,13 @@ func (db *DB) Close() error {
 	}
 	flushErr := db.flush(context.Background(), d)
 	db.mu.Lock()
-	defer db.mu.Unlock()
+	defer db.unlock()
 	if db.closed {
 		return ErrClosed
 	}
 	db.closed = true
-	return errors.Join(flushErr, db.releaseHandle())
+	foldErr := db.foldHWM(context.Background())
+	return errors.Join(flushErr, foldErr, db.releaseHandle())
 }
 
 // Path returns the file name the DB was opened with.
@@ -229,8 +247,8 @@ func (db *DB) Path() string { return db.path }
 // It is the now every verb uses for deadlines.
 func (db *DB) Now() time.Time {
 	db.mu.Lock()
-	defer db.mu.Unlock()
-	return time.UnixMilli(db.time.nowMillis())
+	defer db.unlock()
+	return time.UnixMilli(db.time.peekMillis())
 }
 
 // access says what a verb does to the file.
@@ -239,6 +257,7 @@ type access int
 const (
 	reading  access = iota // reads only
 	writing                // writes, and counts toward the inline sweep
+	grouped                // as writing, and may share a transaction (group.go)
 	sweeping               // writes, but is itself a sweep
 )
 
@@ -247,25 +266,43 @@ const (
 // read-only handle; it keeps the high-water mark ahead of now; it ends the
 // handle on an I/O error or corruption.
 func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error {
+	if a == grouped || a == sweeping {
+		return db.doQueued(ctx, a, fn)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
 	db.mu.Lock()
-	defer db.mu.Unlock()
+	defer db.unlock()
 	if err := db.usable(a); err != nil {
 		return err
 	}
-	now := db.time.nowMillis()
-	if err := db.advanceHWM(ctx, now); err != nil {
-		return db.note(err)
+	now, err := db.claimTime(ctx)
+	if err != nil {
+		return err
 	}
 	if err := db.note(fn(now)); err != nil {
 		return err
 	}
 	if a == writing {
+		db.bg.ckpt.wrote(1)
 		db.afterWrite(ctx, now)
 	}
 	return nil
+}
+
+// claimTime returns the time a verb runs at, first moving the high-water
+// mark ahead of it when due. Every verb, a read too, fails if the mark
+// cannot be written (a full disk, a busy file): no verb may use a time that
+// a restart could go back behind. Within the mark's lead (hwmLeadMillis)
+// no write is due, so on a full disk reads go on for that long. Callers
+// hold mu.
+func (db *DB) claimTime(ctx context.Context) (int64, error) {
+	now := db.time.nowMillis()
+	if err := db.advanceHWM(ctx, now); err != nil {
+		return 0, db.note(err)
+	}
+	return now, nil
 }
 
 // usable reports why the handle cannot run a verb now, or nil. Callers hold mu.
@@ -284,21 +321,13 @@ func (db *DB) usable(a access) error {
 // note ends the handle on a fatal error and returns err. Callers hold mu.
 func (db *DB) note(err error) error {
 	if err != nil && fatal(err) && db.failed == nil {
+		if db.vfsName != "" && errors.Is(err, ErrIO) {
+			if cause := vfs.LastError(db.vfsName); cause != nil {
+				err = fmt.Errorf("%w (cause: %w)", err, cause)
+			}
+		}
 		db.failed = err
+		db.dead.Store(true)
 	}
 	return err
-}
-
-// advanceHWM rewrites the high-water mark, hwmLeadMillis ahead, once now
-// reaches the mark the file is known to hold. Callers hold mu.
-func (db *DB) advanceHWM(ctx context.Context, now int64) error {
-	if db.cfg.readOnly || now < db.hwmMillis {
-		return nil
-	}
-	var v int64
-	if err := db.st.hwmSet.QueryRowContext(ctx, now+hwmLeadMillis).Scan(&v); err != nil {
-		return classify(ctx, err)
-	}
-	db.hwmMillis = v
-	return nil
 }

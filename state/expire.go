@@ -26,7 +26,7 @@ func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, 
 		return false, err
 	}
 	var ok bool
-	err := db.do(ctx, writing, func(now int64) (err error) {
+	err := db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.expire(ctx, now, key, ttl)
 		return err
 	})

@@ -49,7 +49,7 @@ func (db *DB) Set(ctx context.Context, key string, value any, opts ...WriteOptio
 	if err != nil {
 		return err
 	}
-	return db.do(ctx, writing, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
+	return db.do(ctx, grouped, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
 }
 
 // Del deletes keys and returns how many of them were live. Expired rows are
@@ -62,7 +62,7 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 		return 0, nil
 	}
 	var n int
-	err := db.do(ctx, writing, func(now int64) (err error) {
+	err := db.do(ctx, grouped, func(now int64) (err error) {
 		n, err = db.del(ctx, now, keys)
 		return err
 	})

@@ -88,8 +88,10 @@ func WithFlushInterval(d time.Duration) Option {
 }
 
 // WithoutBackground starts no goroutine at all — no background sweep, no
-// background flush — and turns off the small sweeps that follow writes. A
-// simulator that calls Sweep and Flush itself at virtual times uses it.
+// background flush, no background checkpoint (SQLite then checkpoints on
+// the handle's own connection, as it does by default) — and turns off the
+// small sweeps that follow writes. A simulator that calls Sweep and Flush
+// itself at virtual times uses it.
 func WithoutBackground() Option { return func(cfg *config) { cfg.background = false } }
 
 // WithReadOnly opens the file for reading only: it must exist and be a

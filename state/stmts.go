@@ -41,9 +41,12 @@ type stmts struct {
 }
 
 const (
-	hwmGetSQL = `SELECT v FROM meta WHERE k = 'hwm'`
-	// hwmSetSQL moves the high-water mark forward, never back.
-	hwmSetSQL = `UPDATE meta SET v = max(v, ?1) WHERE k = 'hwm' RETURNING v`
+	// hwmGetSQL reads the high-water mark: the largest of the marks folded
+	// in by closed handles and those of handles still open (or crashed).
+	hwmGetSQL = `SELECT coalesce(max(v), 0) FROM meta WHERE k = 'hwm' OR k GLOB 'hwm:*'`
+	// hwmSetSQL moves this handle's mark (?1) forward to ?2, never back.
+	hwmSetSQL = `INSERT INTO meta(k, v) VALUES (?1, ?2)
+ON CONFLICT(k) DO UPDATE SET v = max(v, excluded.v) RETURNING v`
 )
 
 // prepare prepares every statement on conn; the planted bugs' statements

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
 )
@@ -10,6 +11,16 @@ const (
 	// sweepBatchRows bounds one sweep transaction, so no single delete
 	// holds the write lock long.
 	sweepBatchRows = 256
+	// sweepBatchTime is how long a sweep transaction should take: the
+	// batch size halves after a longer one and doubles after one of less
+	// than half, between 1 and sweepBatchRows rows. Expired rows whose
+	// keys were written far apart sit on different pages, a page or two
+	// to write each; rows written together share pages. A verb waits for
+	// at most one batch.
+	sweepBatchTime = 200 * time.Microsecond
+	// sweepBatchWrites is how many writes a sweep batch that deleted rows
+	// counts for toward the next background checkpoint.
+	sweepBatchWrites = 4
 	// inlineSweepEvery is how many writes pass between two small inline
 	// sweep batches.
 	inlineSweepEvery = 256
@@ -25,23 +36,53 @@ const (
 // hundred rows, and returns how many it deleted. Expired keys are already
 // absent to every verb; sweeping only reclaims their space. Leases are never
 // swept. A background goroutine sweeps every DefaultSweepInterval unless
-// WithSweepInterval or WithoutBackground say otherwise.
+// WithSweepInterval or WithoutBackground say otherwise. Each transaction is
+// sized to take about a fifth of a millisecond, and transactions take turns
+// with the write verbs other goroutines call meanwhile, so a verb waits for
+// one at most.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	start := int64(-1) // every batch deletes what was expired when the sweep began
 	for {
-		var n int
+		var n, limit int
 		err := db.do(ctx, sweeping, func(now int64) (err error) {
 			if start < 0 {
 				start = now
 			}
-			n, err = db.sweepBatch(ctx, start, sweepBatchRows)
+			limit = db.sweepLimit()
+			began := db.cfg.clock.Monotonic()
+			n, err = db.sweepBatch(ctx, start, limit)
+			db.sweepTook(db.cfg.clock.Monotonic() - began)
+			if n > 0 {
+				db.bg.ckpt.wrote(sweepBatchWrites)
+			}
 			return err
 		})
 		total += n
-		if err != nil || n < sweepBatchRows {
+		if err != nil || n < limit {
 			return total, err
 		}
+	}
+}
+
+// sweepLimit returns the rows the next sweep batch may delete. Callers
+// hold mu.
+func (db *DB) sweepLimit() int {
+	if db.sweepRows == 0 {
+		db.sweepRows = inlineSweepRows
+	}
+	return db.sweepRows
+}
+
+// sweepTook adapts the batch size to how long the last batch took, by the
+// injected clock (a simulator's stands still: batches grow to the bound).
+// Callers hold mu.
+func (db *DB) sweepTook(d time.Duration) {
+	switch {
+	case d > sweepBatchTime && db.sweepRows > 1:
+		db.sweepRows /= 2
+	case d < sweepBatchTime/2 && db.sweepRows < sweepBatchRows:
+		db.sweepRows *= 2
 	}
 }
 
@@ -58,12 +99,14 @@ func (db *DB) sweepBatch(ctx context.Context, now int64, limit int) (int, error)
 	return int(n), classify(ctx, err)
 }
 
-// afterWrite sweeps a small batch every inlineSweepEvery writes, so a busy
+// afterWrite checkpoints when due, and sweeps a small batch every
+// inlineSweepEvery writes, so a busy
 // handle reclaims expired keys even without the background sweeper. Its
 // errors are not the verb's: a fatal one ends the handle for the next call.
 // WithoutBackground turns it off too: a simulator sweeps only when it says.
 // Callers hold mu.
 func (db *DB) afterWrite(ctx context.Context, now int64) {
+	db.checkpointIfDue(ctx)
 	if !db.cfg.background {
 		return
 	}
@@ -72,6 +115,8 @@ func (db *DB) afterWrite(ctx context.Context, now int64) {
 		return
 	}
 	db.writes = 0
-	_, err := db.sweepBatch(ctx, now, inlineSweepRows)
+	began := db.cfg.clock.Monotonic()
+	_, err := db.sweepBatch(ctx, now, min(db.sweepLimit(), inlineSweepRows))
+	db.sweepTook(db.cfg.clock.Monotonic() - began)
 	db.note(err)
 }

@@ -64,11 +64,18 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return classify(ctx, err)
 		}
 		committed = true
-		if tx.granted {
-			return db.durably(ctx, func() error {
-				_, err := db.st.touch.ExecContext(ctx)
-				return classify(ctx, err)
-			})
+		if !tx.granted {
+			return nil
+		}
+		err := db.durably(ctx, func() error {
+			_, err := db.st.touch.ExecContext(ctx)
+			return classify(ctx, err)
+		})
+		if err != nil {
+			// The grant committed but may not be durable, and a token
+			// must never be handed out twice: end the handle. Reopening
+			// recovers whatever the file holds.
+			return fmt.Errorf("%w: lease granted and committed, but its sync failed (%v); reopen the file", ErrIO, err)
 		}
 		return nil
 	})

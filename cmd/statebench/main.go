@@ -1,0 +1,151 @@
+// Command statebench measures statekit's verbs against the baseline each one
+// replaces, interleaved in one run on one disk, and prints the ratios the
+// performance targets are stated in.
+//
+//	statebench                          # every scenario, 1s a side, 3 rounds, 1M-row sweep and open
+//	statebench -benchtime 200ms -count 2 -rows 20000   # a quick run for CI
+//	statebench -run 'incr|get' -benchtime 5000x
+//
+// The baseline of the single-goroutine verbs is the naive one: database/sql
+// prepared statements on the same modernc SQLite with the same pragmas and
+// the same table. A lease grant is measured against appending a record to a
+// file and fdatasync. The table goes to stdout, the same results as JSON to
+// -json. statebench exits 1 if a scenario fails to run; a missed target is
+// reported, not an error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"time"
+)
+
+// env is what every scenario runs with.
+type env struct {
+	ctx         context.Context
+	dir         string // where the database files go: one disk for both sides
+	bt          budget // per side per round
+	count       int    // rounds, each running both sides
+	rows        int    // rows of the sweep and open scenarios
+	goroutines  int    // goroutines of the concurrent scenarios
+	procs       int    // processes of the multi-process scenario
+	exe         string // this binary, re-executed for the multi-process scenario
+	sweepRandom bool   // the sweep's rows expire in an order unrelated to their keys
+	log         io.Writer
+	files       int
+}
+
+// path returns a fresh file name in the run's directory.
+func (e *env) path(name string) string {
+	e.files++
+	return fmt.Sprintf("%s/%02d-%s", e.dir, e.files, name)
+}
+
+// logf reports progress on stderr.
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.log, "statebench: "+format+"\n", args...)
+}
+
+// scenario is one line (or a few) of the report.
+type scenario struct {
+	name string
+	run  func(e *env) ([]Result, error)
+}
+
+// scenarios is every scenario, in report order.
+var scenarios = []scenario{
+	{"incr", runIncr},
+	{"get", runGet},
+	{"set-ttl", runSetTTL},
+	{"cas", runCAS},
+	{"lease", runLease},
+	{"hot-key", runHotKey},
+	{"processes", runProcesses},
+	{"incr-buffered", runBuffered},
+	{"sweep", runSweep},
+	{"open", runOpen},
+	{"memory", runMemory},
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == childArg {
+		if err := child(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "statebench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "statebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	benchtime := flag.String("benchtime", "1s", "how long each side runs per round: a duration, or a count like 5000x")
+	count := flag.Int("count", 3, "rounds; each runs the subject and the baseline, alternating which goes first")
+	rows := flag.Int("rows", 1_000_000, "rows in the sweep and open scenarios (use a small value in CI)")
+	goroutines := flag.Int("goroutines", 8, "goroutines in the hot-key and buffered scenarios")
+	procs := flag.Int("procs", 4, "processes in the multi-process scenario")
+	dir := flag.String("dir", "", "directory for the database files (default: a new directory under the system temp dir)")
+	keep := flag.Bool("keep", false, "keep the database files")
+	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")
+	runRE := flag.String("run", "", "run only the scenarios matching this regular expression")
+	sweepOrder := flag.String("sweep-order", "written", "the order the sweep's rows expire in: written (the order their keys were written) or random")
+	flag.Parse()
+
+	if *sweepOrder != "written" && *sweepOrder != "random" {
+		return fmt.Errorf("-sweep-order %q: want written or random", *sweepOrder)
+	}
+	bt, err := parseBudget(*benchtime)
+	if err != nil {
+		return err
+	}
+	if *count < 1 || *rows < 1 || *goroutines < 1 || *procs < 1 {
+		return errors.New("-count, -rows, -goroutines and -procs must be positive")
+	}
+	re, err := regexp.Compile(*runRE)
+	if err != nil {
+		return fmt.Errorf("-run: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	work, err := os.MkdirTemp(*dir, "statebench-")
+	if err != nil {
+		return fmt.Errorf("make work dir: %w", err)
+	}
+	if !*keep {
+		defer os.RemoveAll(work)
+	}
+	e := &env{ctx: context.Background(), dir: work, bt: bt, count: *count, rows: *rows,
+		goroutines: *goroutines, procs: *procs, exe: exe, log: os.Stderr, sweepRandom: *sweepOrder == "random"}
+	rep := newReport(e)
+	e.logf("files in %s; benchtime %v, count %d, rows %d", work, bt, *count, *rows)
+	for _, s := range scenarios {
+		if !re.MatchString(s.name) {
+			continue
+		}
+		e.logf("%s", s.name)
+		start := time.Now()
+		res, err := s.run(e)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		e.logf("%s: done in %v", s.name, time.Since(start).Round(time.Millisecond))
+		rep.Results = append(rep.Results, res...)
+	}
+	rep.print(os.Stdout)
+	if *jsonPath != "" {
+		if err := rep.writeJSON(*jsonPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+// Command statesim runs statekit's deterministic simulator (package sim).
+//
+//	statesim -seed N [flags]                 run one seed
+//	statesim -seeds K [-from S] [-parallel P] run K seeds from S
+//	statesim -bug NAME -seeds 200            show that a planted bug is caught
+//
+// Every run ends with every check, whatever faults it injected. A failed
+// check prints what broke, the operations that matter, the line that
+// replays the run, and, when linearizability failed, writes porcupine's view
+// of the failing partition to an HTML file it names. -shrink then looks for
+// a smaller run that fails the same way.
+//
+// Exit status: 0 when every check held, 1 on a violation, 2 on bad flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/statekit/statekit/sim"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitUsage     = 2
+)
+
+// options are the flags beside the simulation's own.
+type options struct {
+	cfg       sim.Config
+	seeds     int
+	from      uint64
+	parallel  int
+	verbose   bool
+	htmlDir   string
+	shrink    bool
+	keepGoing bool
+	worker    bool
+	shrinkMax int
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main with its arguments and outputs, returning the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	opt, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "statesim:", err)
+		return exitUsage
+	}
+	if opt.worker {
+		return serveWorker(opt, os.Stdin, stdout)
+	}
+	if opt.seeds == 0 {
+		return runOne(opt, stdout, stderr)
+	}
+	return runMany(opt, stdout, stderr)
+}
+
+// parse reads the flags. It returns flag.ErrHelp for -h.
+func parse(args []string, stderr io.Writer) (options, error) {
+	opt := options{cfg: sim.DefaultConfig(1)}
+	fs := flag.NewFlagSet("statesim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: statesim -seed N [flags]\n       statesim -seeds K [-from S] [-parallel P] [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	st := opt.cfg.Flags(fs)
+	fs.IntVar(&opt.seeds, "seeds", 0, "run this many seeds, from -from (0: run -seed alone)")
+	fs.Uint64Var(&opt.from, "from", 1, "the first seed of -seeds")
+	fs.IntVar(&opt.parallel, "parallel", runtime.NumCPU(), "worker processes for -seeds (1: run in this process)")
+	fs.BoolVar(&opt.verbose, "v", false, "print every event of the run (with -seeds: runs one at a time)")
+	fs.StringVar(&opt.htmlDir, "html", ".", "directory for porcupine's HTML view of a failing run")
+	fs.BoolVar(&opt.shrink, "shrink", false, "look for a smaller run that fails the same check")
+	fs.IntVar(&opt.shrinkMax, "shrink-runs", 64, "most runs -shrink makes")
+	fs.BoolVar(&opt.keepGoing, "keep-going", false, "with -seeds: run every seed even after a failure")
+	fs.BoolVar(&opt.worker, "worker", false, "internal: serve seeds read from stdin (used by -parallel)")
+	if err := fs.Parse(args); err != nil {
+		return opt, err
+	}
+	if fs.NArg() > 0 {
+		return opt, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := st.Finish(); err != nil {
+		return opt, err
+	}
+	switch {
+	case opt.seeds < 0:
+		return opt, fmt.Errorf("-seeds %d: want >= 0", opt.seeds)
+	case opt.parallel < 1:
+		return opt, fmt.Errorf("-parallel %d: want >= 1", opt.parallel)
+	case opt.shrinkMax < 1:
+		return opt, fmt.Errorf("-shrink-runs %d: want >= 1", opt.shrinkMax)
+	case opt.seeds > 0 && opt.from+uint64(opt.seeds) < opt.from:
+		return opt, fmt.Errorf("-from %d -seeds %d: past the last seed", opt.from, opt.seeds)
+	}
+	if opt.verbose {
+		opt.parallel = 1
+	}
+	return opt, nil
+}
+
+// runOne runs -seed alone.
+func runOne(opt options, stdout, stderr io.Writer) int {
+	cfg := opt.cfg
+	if opt.verbose {
+		cfg.Trace = stdout
+	}
+	res := runSeed(cfg, opt.htmlDir)
+	fmt.Fprintln(stdout, res.summaryLine())
+	if res.ok() {
+		return exitOK
+	}
+	printFailure(stdout, opt, res)
+	return exitViolation
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// asStatesim makes the test binary act as statesim when re-executed as a
+// worker by -parallel.
+const asStatesim = "STATESIM_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asStatesim) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// statesim runs the command with args and returns its exit status and
+// output.
+func statesim(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+var traceLine = regexp.MustCompile(`trace: [0-9a-f]{32}`)
+
+func TestOneSeedPasses(t *testing.T) {
+	code, out, _ := statesim(t, "-seed", "3", "-ops", "100")
+	assert.Equal(t, exitOK, code, out)
+	assert.Regexp(t, traceLine, out)
+}
+
+func TestSameSeedSameTraceLine(t *testing.T) {
+	_, a, _ := statesim(t, "-seed", "5", "-ops", "150")
+	_, b, _ := statesim(t, "-seed", "5", "-ops", "150")
+	require.Regexp(t, traceLine, a)
+	assert.Equal(t, traceLine.FindString(a), traceLine.FindString(b))
+}
+
+func TestBadFlagsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nope"}, {"-procs", "9"}, {"-bug", "no-such-bug"}, {"-seeds", "-1"}, {"-powerloss", "2"}, {"-seed", "1", "extra"},
+	} {
+		code, _, errOut := statesim(t, args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+	}
+}
+
+func TestPlantedBugExits1WithReplayAndHTML(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := statesim(t, "-seed", "1", "-bug", "release-deletes", "-html", dir)
+	require.Equal(t, exitViolation, code, out)
+	assert.Contains(t, out, "--- check linearizability")
+	assert.Contains(t, out, "replay: statesim -seed 1 -bug release-deletes")
+	html := filepath.Join(dir, "statesim-1.html")
+	assert.Contains(t, out, html)
+	assert.FileExists(t, html)
+}
+
+func TestShrinkFindsASmallerRun(t *testing.T) {
+	code, out, _ := statesim(t, "-seed", "1", "-bug", "no-hwm", "-shrink", "-shrink-runs", "12", "-html", t.TempDir())
+	require.Equal(t, exitViolation, code, out)
+	m := regexp.MustCompile(`shrunk \((\d+) ops, clock\): statesim -seed 1 -ops \d+`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+}
+
+func TestManySeedsInWorkersMatchOneByOne(t *testing.T) {
+	t.Setenv(asStatesim, "1") // the workers are this test binary
+	code, par, errOut := statesim(t, "-seeds", "4", "-from", "20", "-ops", "80", "-parallel", "2")
+	require.Equal(t, exitOK, code, par+errOut)
+	code, seq, _ := statesim(t, "-seeds", "4", "-from", "20", "-ops", "80", "-parallel", "1", "-v")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, par, "seeds: 4 run (20..23), 0 failed; 2 workers")
+	assert.Contains(t, par, "simulated ops/s")
+	assert.Contains(t, errOut, "4/4 seeds, 0 failed")
+
+	// -v prints each seed's summary line: the same traces as the workers'.
+	var traces []string
+	for _, line := range strings.Split(seq, "\n") {
+		if strings.HasPrefix(line, "seed ") {
+			traces = append(traces, traceLine.FindString(line))
+		}
+	}
+	require.Len(t, traces, 4)
+	_, one, _ := statesim(t, "-seed", "22", "-ops", "80")
+	assert.Equal(t, traces[2], traceLine.FindString(one))
+}
+
+func TestManySeedsStopAtTheFirstFailure(t *testing.T) {
+	t.Setenv(asStatesim, "1")
+	code, out, _ := statesim(t, "-seeds", "50", "-bug", "read-ignores-deadline", "-parallel", "2", "-html", t.TempDir())
+	require.Equal(t, exitViolation, code, out)
+	assert.Contains(t, out, "FAIL seed ")
+	assert.NotContains(t, out, "seeds: 50 run", "it should stop early")
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// totals sums the results of many seeds.
+type totals struct {
+	seeds, failed       int
+	ops, recorded       int
+	unknown, omitted    int
+	opens, checks       int
+	virtualMillis       int64
+	faults              map[string]int
+	failures            []result
+	firstSeed, lastSeed uint64
+}
+
+func (t *totals) add(r result) {
+	t.seeds++
+	if t.seeds == 1 || r.Seed < t.firstSeed {
+		t.firstSeed = r.Seed
+	}
+	t.lastSeed = max(t.lastSeed, r.Seed)
+	if !r.ok() {
+		t.failed++
+		t.failures = append(t.failures, r)
+	}
+	st := r.Stats
+	t.ops += st.Ops
+	t.recorded += st.Recorded
+	t.unknown += st.Unknown
+	t.omitted += st.Omitted
+	t.opens += st.Opens
+	t.checks += st.Checks
+	t.virtualMillis += st.VirtualMillis
+	for k, n := range st.Faults {
+		t.faults[k] += n
+	}
+}
+
+// runMany runs -seeds seeds from -from and prints a summary.
+func runMany(opt options, stdout, stderr io.Writer) int {
+	seeds := make([]uint64, opt.seeds)
+	for i := range seeds {
+		seeds[i] = opt.from + uint64(i)
+	}
+	t := &totals{faults: map[string]int{}}
+	bar := newProgress(stderr, len(seeds))
+	start := time.Now()
+	done := func(r result) bool {
+		t.add(r)
+		bar.update(t.seeds, t.failed)
+		if opt.verbose || !r.ok() {
+			bar.clear()
+			fmt.Fprintln(stdout, r.summaryLine())
+		}
+		return r.ok() || opt.keepGoing
+	}
+	var err error
+	if opt.parallel == 1 {
+		for _, s := range seeds {
+			cfg := opt.cfg
+			cfg.Seed = s
+			if opt.verbose {
+				cfg.Trace = stdout
+			}
+			if !done(runSeed(cfg, opt.htmlDir)) {
+				break
+			}
+		}
+	} else {
+		err = runParallel(opt, seeds, done)
+	}
+	elapsed := time.Since(start)
+	bar.finish()
+	printSummary(stdout, opt, t, elapsed)
+	if err != nil {
+		fmt.Fprintln(stderr, "statesim:", err)
+		return exitUsage
+	}
+	if t.failed == 0 {
+		return exitOK
+	}
+	slices.SortFunc(t.failures, func(a, b result) int { return cmp.Compare(a.Seed, b.Seed) })
+	printFailure(stdout, opt, t.failures[0])
+	if len(t.failures) > 1 {
+		var others []string
+		for _, f := range t.failures[1:] {
+			others = append(others, fmt.Sprintf("%d (%s)", f.Seed, strings.Join(f.checks(), ",")))
+		}
+		fmt.Fprintf(stdout, "other failing seeds: %s\n", strings.Join(others, ", "))
+	}
+	return exitViolation
+}
+
+// printSummary prints what the seeds did, in a few lines.
+func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
+	secs := elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %d workers; config: %s\n",
+		t.seeds, t.firstSeed, t.lastSeed, t.failed, opt.parallel, strings.Join(opt.cfg.Args()[2:], " "))
+	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes, %d refused on a full disk; %d process starts, %d integrity checks\n",
+		t.ops, t.recorded, t.unknown, t.omitted, t.opens, t.checks)
+	var fs []string
+	for _, k := range slices.Sorted(maps.Keys(t.faults)) {
+		fs = append(fs, fmt.Sprintf("%s=%d", k, t.faults[k]))
+	}
+	fmt.Fprintf(w, "faults: %s\n", strings.Join(fs, " "))
+	virtual := time.Duration(t.virtualMillis) * time.Millisecond
+	fmt.Fprintf(w, "time: %s real, %s virtual (%.0fx real time); %.0f simulated ops/s\n",
+		elapsed.Round(time.Millisecond), virtual.Round(time.Second), virtual.Seconds()/secs, float64(t.ops)/secs)
+}
+
+// progress shows how far the seeds are: a bar redrawn in place on a
+// terminal, a plain line every tenth otherwise.
+type progress struct {
+	w        io.Writer
+	total    int
+	terminal bool
+	start    time.Time
+	last     time.Time
+	lastTen  int
+	drawn    bool
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+// progressBarWidth is the bar's width in characters.
+const progressBarWidth = 30
+
+func (p *progress) update(done, failed int) {
+	now := time.Now()
+	if p.terminal {
+		if now.Sub(p.last) < 100*time.Millisecond && done < p.total {
+			return
+		}
+		p.last = now
+		filled := progressBarWidth * done / max(p.total, 1)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d seeds, %d failed, %s ",
+			strings.Repeat("=", filled), strings.Repeat(" ", progressBarWidth-filled),
+			done, p.total, failed, now.Sub(p.start).Round(100*time.Millisecond))
+		p.drawn = true
+		return
+	}
+	if ten := 10 * done / max(p.total, 1); ten > p.lastTen || done == p.total {
+		p.lastTen = ten
+		fmt.Fprintf(p.w, "%d/%d seeds, %d failed, %s\n", done, p.total, failed, now.Sub(p.start).Round(100*time.Millisecond))
+	}
+}
+
+// clear erases the bar before other output.
+func (p *progress) clear() {
+	if p.terminal && p.drawn {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", progressBarWidth+60))
+		p.drawn = false
+	}
+}
+
+func (p *progress) finish() {
+	if p.terminal && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Parallel runs use worker processes, not goroutines: SQLite's random
+// generator, which makes a run's bytes reproducible, is process-wide, so two
+// runs must never share a process. A worker is this binary with -worker: it
+// reads seeds from stdin, one a line, and answers each with a JSON result
+// line on stdout.
+
+// serveWorker runs the seeds read from in and writes one result per line
+// to out, until in ends.
+func serveWorker(opt options, in io.Reader, out io.Writer) int {
+	sc := bufio.NewScanner(in)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		seed, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "statesim worker:", err)
+			return exitUsage
+		}
+		cfg := opt.cfg
+		cfg.Seed = seed
+		if err := enc.Encode(runSeed(cfg, opt.htmlDir)); err != nil {
+			fmt.Fprintln(os.Stderr, "statesim worker:", err)
+			return exitUsage
+		}
+	}
+	return exitOK
+}
+
+// worker is a running worker process.
+type worker struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startWorker starts a worker process with opt's simulation flags.
+func startWorker(opt options) (*worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	args := append([]string{"-worker", "-html", opt.htmlDir}, opt.cfg.Args()...)
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	return &worker{cmd: cmd, in: in, out: sc}, nil
+}
+
+// run sends one seed and waits for its result.
+func (w *worker) run(seed uint64) (result, error) {
+	if _, err := fmt.Fprintln(w.in, seed); err != nil {
+		return result{}, fmt.Errorf("worker: send seed %d: %w", seed, err)
+	}
+	if !w.out.Scan() {
+		err := w.out.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return result{}, fmt.Errorf("worker: seed %d: %w", seed, err)
+	}
+	var res result
+	if err := json.Unmarshal(w.out.Bytes(), &res); err != nil {
+		return result{}, fmt.Errorf("worker: seed %d: %w", seed, err)
+	}
+	return res, nil
+}
+
+// stop closes the worker's input and waits for it to exit.
+func (w *worker) stop() error {
+	w.in.Close()
+	return w.cmd.Wait()
+}
+
+// runParallel runs seeds on opt.parallel workers, calling done with each
+// result as it arrives (from one goroutine at a time), until the seeds run
+// out or done returns false. It returns the first worker failure.
+func runParallel(opt options, seeds []uint64, done func(result) bool) error {
+	next := make(chan uint64)
+	quit := make(chan struct{}) // closed when no more seeds should be sent
+	var once sync.Once
+	halt := func() { once.Do(func() { close(quit) }) }
+	var mu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		halt()
+	}
+	var wg sync.WaitGroup
+	for range opt.parallel {
+		w, err := startWorker(opt)
+		if err != nil {
+			fail(err)
+			break
+		}
+		wg.Go(func() {
+			defer w.stop()
+			for seed := range next {
+				res, err := w.run(seed)
+				if err != nil {
+					fail(err)
+					return
+				}
+				mu.Lock()
+				more := done(res)
+				mu.Unlock()
+				if !more {
+					halt()
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		halt() // every worker is gone: nobody takes seeds
+	}()
+send:
+	for _, s := range seeds {
+		select {
+		case next <- s:
+		case <-quit:
+			break send
+		}
+	}
+	close(next)
+	wg.Wait()
+	return firstErr
+}

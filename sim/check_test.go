@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// Each check must be able to fail: these tests feed it what it must reject.
+// (The canaries in sim_test.go show the same against the engine.)
+
+// quietWorld returns a world of cfg's seed with nothing started.
+func quietWorld(t *testing.T) *world {
+	t.Helper()
+	cfg := DefaultConfig(1)
+	return newWorld(cfg)
+}
+
+func checks(w *world) []string {
+	var out []string
+	for _, v := range w.violations {
+		if !slices.Contains(out, v.Check) {
+			out = append(out, v.Check)
+		}
+	}
+	return out
+}
+
+func grantOp(owner string, token, call int64) linearizability.Op {
+	return linearizability.Op{Client: 1, Call: call, Return: call + 1, Durability: linearizability.Full,
+		Input:  model.Input{Kind: model.Lease, Key: "L0", Owner: owner, TTLMillis: 100, NowMillis: call},
+		Output: model.Output{Token: token, ExpiresAt: call + 100}}
+}
+
+func TestFencingCheckRejectsATokenGrantedTwice(t *testing.T) {
+	w := quietWorld(t)
+	w.history = []linearizability.Op{grantOp("a", 1, 1), grantOp("b", 1, 10)}
+	w.checkFencing()
+	assert.Equal(t, []string{CheckFencing}, checks(w))
+}
+
+func TestFencingCheckRejectsATokenGoingBack(t *testing.T) {
+	w := quietWorld(t)
+	w.history = []linearizability.Op{grantOp("a", 3, 1), grantOp("b", 2, 10)}
+	w.checkFencing()
+	assert.Equal(t, []string{CheckFencing}, checks(w))
+}
+
+func TestFencingCheckAcceptsGrantsInOrderAndExtensions(t *testing.T) {
+	w := quietWorld(t)
+	w.history = []linearizability.Op{grantOp("a", 1, 1), grantOp("a", 1, 5), grantOp("b", 2, 10)}
+	w.fences[0].write(1, "a", 1)
+	w.fences[0].write(2, "b", 2)
+	assert.False(t, w.fences[0].write(1, "a", 3), "a stale token must be rejected")
+	w.checkFencing()
+	assert.Empty(t, w.violations)
+}
+
+func TestFencingCheckRejectsOneTokenFromTwoWriters(t *testing.T) {
+	w := quietWorld(t)
+	w.fences[1].write(4, "a", 1)
+	w.fences[1].write(4, "b", 2)
+	w.checkFencing()
+	assert.Equal(t, []string{CheckFencing}, checks(w))
+}
+
+func TestClockCheckRejectsTimeGoingBackAcrossARestart(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	w.clock.done(w.wallMillis()+5_000, false) // a call used a time ahead of the wall
+	w.clock.opened(w, p, w.wallMillis())      // a new process starts at the wall
+	assert.Equal(t, []string{CheckClock}, checks(w))
+}
+
+func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	wall := w.wallMillis()
+	w.clock.done(wall+1_000, true)  // durable
+	w.clock.done(wall+5_000, false) // not durable: a power loss may take its mark
+	w.clock.attempted = wall + 5_000
+	w.clock.powerLost()
+	w.clock.opened(w, p, wall+1_000)
+	assert.Empty(t, w.violations)
+	w.clock.opened(w, p, wall+999)
+	assert.Equal(t, []string{CheckClock}, checks(w))
+}
+
+func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	p.offset = 100
+	w.clock.used(w, p, w.trueMillis+100)
+	assert.Empty(t, w.violations)
+	w.advance(10)
+	w.clock.used(w, p, w.trueMillis+100+7) // a wall step leaked in
+	assert.Equal(t, []string{CheckClock}, checks(w))
+}
+
+func TestCounterCheckBounds(t *testing.T) {
+	incr := func(unknown bool, full bool) linearizability.Op {
+		op := linearizability.Op{Input: model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1}, Unknown: unknown}
+		if full {
+			op.Durability = linearizability.Full
+		}
+		return op
+	}
+	for _, tc := range []struct {
+		name  string
+		final int64
+		ok    bool
+	}{
+		{"exact", 3, true}, {"one lost outside a window", 2, false}, {"the unknown one applied", 4, true}, {"more than attempted", 5, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := quietWorld(t)
+			for _, op := range []linearizability.Op{incr(false, false), incr(false, false), incr(true, false), incr(false, true)} {
+				w.counter.observe(op)
+			}
+			w.counter.read, w.counter.final = true, tc.final
+			w.counter.check(w)
+			assert.Equal(t, tc.ok, len(w.violations) == 0, "%v", w.violations)
+		})
+	}
+	w := quietWorld(t)
+	w.counter.observe(incr(false, false))
+	w.counter.powerLost() // the NORMAL increment may be gone: the documented window
+	w.counter.read = true
+	w.counter.check(w)
+	assert.Empty(t, w.violations)
+}
+
+// TestIntegrityCheckSeesCorruption damages the file behind the engine's
+// back: the check at the next recovery must report it.
+func TestIntegrityCheckSeesCorruption(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	for i := range 50 {
+		w.verb(p, p.clients[0].id, &model.Input{Kind: model.Set, Key: w.keys[i%len(w.keys)], Value: model.Int(int64(i))})
+	}
+	w.stop(p) // the last close checkpoints the WAL into the file
+	require.Empty(t, w.violations)
+
+	f, err := w.m.Process(99).Open(dbPath, vfs.OpenReadWrite)
+	require.NoError(t, err)
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = byte(i * 7)
+	}
+	_, err = f.WriteAt(garbage[100:], 4096+100) // the second page: a table's b-tree
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	w.needCheck = true
+	w.start(p)
+	assert.Contains(t, checks(w), CheckIntegrity)
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state"
+)
+
+// Engine behaviours the simulator found, pinned as small tests.
+
+// TestFlushOnFullDiskKeepsDeltas: Flush documents that a flush refused by a
+// full disk keeps its deltas for the next flush. Found by seeds 147 and 50
+// (now in sim/testdata/regressions.txt): when the refusal came from the
+// high-water mark's write before the flush transaction, the deltas were
+// lost. Fixed in state/buffered.go.
+func TestFlushOnFullDiskKeepsDeltas(t *testing.T) {
+	ctx := t.Context()
+	m := faults.NewMemFS(1)
+	clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
+	db, err := state.Open("f.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.IncrBuffered("n", 2))
+	clock.Advance(time.Hour) // past the high-water mark: the next call rewrites it
+	m.SetWriteBudget(0)
+	require.ErrorIs(t, db.Flush(ctx), state.ErrDiskFull)
+	m.SetWriteBudget(-1)
+	require.NoError(t, db.Flush(ctx))
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err, "the deltas of the refused flush were lost")
+	n, _ := v.Int()
+	require.Equal(t, int64(2), n)
+}
+
+// TestUpdateGrantOnFullDiskLeavesNothing: ErrDiskFull promises that the
+// failed transaction left nothing behind. Found by seed 279: an Update that
+// grants a lease commits, then makes the commit durable with a second
+// write; when only that second write found the disk full, Update returned
+// ErrDiskFull although its writes (and the token) were committed. Now it
+// ends the handle with ErrIO: committed, durability unknown.
+func TestUpdateGrantOnFullDiskLeavesNothing(t *testing.T) {
+	ctx := t.Context()
+	run := func(budget int64) (*state.DB, int64, error) {
+		m := faults.NewMemFS(1)
+		clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
+		db, err := state.Open("u.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithoutBackground())
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		before := m.Stats().BytesWritten
+		m.SetWriteBudget(budget)
+		err = db.Update(ctx, func(tx *state.Tx) error {
+			if _, err := tx.Lease("L", "a", time.Minute); err != nil {
+				return err
+			}
+			_, err := tx.IncrBy("n", 1)
+			return err
+		})
+		m.SetWriteBudget(-1)
+		return db, m.Stats().BytesWritten - before, err
+	}
+	_, used, err := run(-1)
+	require.NoError(t, err)
+	db, _, err := run(used - 1) // room for everything but the last write
+	// The grant committed but could not be made durable: the outcome is
+	// unknown, so the answer is ErrIO (the handle ends), never ErrDiskFull,
+	// which promises that nothing was written.
+	require.ErrorIs(t, err, state.ErrIO)
+	require.NotErrorIs(t, err, state.ErrDiskFull, "ErrDiskFull promises nothing committed")
+	_, err = db.Get(ctx, "n")
+	require.ErrorIs(t, err, state.ErrIO, "the handle ended")
+}
+
+// TestReadOnFullDiskKeepsHighWater: the high-water mark covers every time
+// a handle used, reads included, so time never goes back across a restart.
+// Found by seeds 4, 506, 684, 907 and 988: a read that runs while the mark
+// cannot be written (the disk is full) goes on at a time the file does not
+// hold; a process that opens after the wall clock stepped back then starts
+// behind it.
+func TestReadOnFullDiskKeepsHighWater(t *testing.T) {
+	ctx := t.Context()
+	m := faults.NewMemFS(1)
+	clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
+	db, err := state.Open("h.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	clock.Advance(time.Hour) // past the mark: the next call must move it
+	m.SetWriteBudget(0)
+	used := db.Now()
+	_, err = db.Get(ctx, "x")
+	m.SetWriteBudget(-1)
+	if errors.Is(err, state.ErrDiskFull) {
+		return // the read was refused: no time was used, the promise holds
+	}
+	require.ErrorIs(t, err, state.ErrNotFound)
+	later := clock.Restart()
+	later.StepWall(-2 * time.Hour)
+	db2, err := state.Open("h.state", state.WithFS(m.Process(2)), state.WithClock(later), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db2.Close()
+	require.False(t, db2.Now().Before(used), "a read used %d; a later process starts at %d", used.UnixMilli(), db2.Now().UnixMilli())
+}

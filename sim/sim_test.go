@@ -1,0 +1,184 @@
+package sim_test
+
+import (
+	"bufio"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/sim"
+)
+
+// The seed runs of go test: the regression seeds first, then determinism,
+// a few dozen clean seeds, and every planted bug on a small budget. Runs
+// never overlap (SQLite's random generator is process-wide): no t.Parallel.
+
+const (
+	// cleanFrom and cleanSeeds choose the clean seeds go test runs; -short
+	// runs cleanSeedsShort of them.
+	cleanFrom       = 1_000
+	cleanSeeds      = 32
+	cleanSeedsShort = 8
+	// canaryBudget is how many seeds each planted bug may take to be
+	// caught under go test (statesim promises 200).
+	canaryBudget = 12
+	// regressionsFile holds the regression seeds.
+	regressionsFile = "testdata/regressions.txt"
+)
+
+// failure describes a failed run for a test message, with its replay line.
+func failure(r *sim.Report) string {
+	var b strings.Builder
+	b.WriteString(r.Summary())
+	b.WriteString("\nreplay: " + r.Config.ReplayLine())
+	for _, v := range r.Violations {
+		b.WriteString("\n" + v.String())
+	}
+	return b.String()
+}
+
+func run(t *testing.T, cfg sim.Config) *sim.Report {
+	t.Helper()
+	r, err := sim.Run(cfg)
+	require.NoError(t, err)
+	return r
+}
+
+func TestRegressionSeeds(t *testing.T) {
+	f, err := os.Open(regressionsFile)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cfg, err := sim.ParseReplay(line)
+		require.NoError(t, err, "%s: bad line", regressionsFile)
+		n++
+		r := run(t, cfg)
+		assert.True(t, r.OK(), "regression seed failed again (%s):\n%s", line, failure(r))
+	}
+	require.NoError(t, sc.Err())
+	require.Positive(t, n, "%s lists no seed", regressionsFile)
+}
+
+func TestSameSeedSameTrace(t *testing.T) {
+	cfg := sim.DefaultConfig(7)
+	cfg.Rates.PowerLoss, cfg.Rates.MidOp, cfg.Rates.IOError = 0.02, 0.02, 0.01
+	a, b := run(t, cfg), run(t, cfg)
+	require.Positive(t, a.Stats.Faults["powerloss"]+a.Stats.Faults["midop-cut"], "the run must lose power for the test to mean much")
+	assert.Equal(t, a.Trace, b.Trace, "one seed, two traces")
+	assert.Equal(t, a.History, b.History)
+	assert.Equal(t, a.Stats, b.Stats)
+
+	cfg.Seed++
+	c := run(t, cfg)
+	assert.NotEqual(t, a.Trace, c.Trace, "two seeds, one trace: the hash sees nothing")
+}
+
+func TestCleanSeeds(t *testing.T) {
+	n := cleanSeeds
+	if testing.Short() {
+		n = cleanSeedsShort
+	}
+	faults := map[string]int{}
+	unknown := 0
+	for seed := uint64(cleanFrom); seed < cleanFrom+uint64(n); seed++ {
+		r := run(t, sim.DefaultConfig(seed))
+		assert.True(t, r.OK(), "%s", failure(r))
+		for k, v := range r.Stats.Faults {
+			faults[k] += v
+		}
+		unknown += r.Stats.Unknown
+	}
+	// The default rates must inject every default fault kind somewhere.
+	for _, kind := range []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "diskfull"} {
+		assert.Positive(t, faults[kind], "no %s fault in %d seeds", kind, n)
+	}
+	assert.Positive(t, unknown, "no operation with an unknown outcome in %d seeds", n)
+}
+
+// canaries lists each planted bug with the checks that may catch it.
+var canaries = []struct {
+	bug    string
+	checks []string
+}{
+	{"lease-normal-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}},
+	{"release-deletes", []string{sim.CheckLinearizability, sim.CheckFencing}},
+	{"incr-two-statements", []string{sim.CheckLinearizability}},
+	{"no-hwm", []string{sim.CheckClock}},
+	{"renew-bumps-token", []string{sim.CheckLinearizability}},
+	{"read-ignores-deadline", []string{sim.CheckLinearizability}},
+	{"sweep-early", []string{sim.CheckLinearizability}},
+	{"cas-ignores-type", []string{sim.CheckLinearizability, sim.CheckEngineError}},
+}
+
+func TestCanaries(t *testing.T) {
+	for _, c := range canaries {
+		t.Run(c.bug, func(t *testing.T) {
+			b, err := bugs.Parse(c.bug)
+			require.NoError(t, err)
+			for seed := uint64(1); seed <= canaryBudget; seed++ {
+				cfg := sim.DefaultConfig(seed)
+				cfg.Bugs = cfg.Bugs.With(b)
+				r := run(t, cfg)
+				if r.OK() {
+					continue
+				}
+				for _, check := range r.Checks() {
+					assert.True(t, slices.Contains(c.checks, check), "%s was caught by %s, which should not see it:\n%s",
+						c.bug, check, failure(r))
+				}
+				t.Logf("%s caught at seed %d by %v", c.bug, seed, r.Checks())
+				return
+			}
+			t.Errorf("%s not caught in %d seeds", c.bug, canaryBudget)
+		})
+	}
+}
+
+func TestReplayLineRoundTrip(t *testing.T) {
+	cfg := sim.DefaultConfig(42)
+	cfg.Ops, cfg.Procs, cfg.Keys = 77, 3, 4
+	cfg.Rates.Crash, cfg.Rates.SyncError = 0, 0.25
+	cfg.Bugs = cfg.Bugs.With(bugs.NoHWM).With(bugs.SweepEarly)
+	line := cfg.ReplayLine()
+	got, err := sim.ParseReplay(line + " # a comment")
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Args(), got.Args(), line)
+	assert.Equal(t, "statesim -seed 3", sim.DefaultConfig(3).ReplayLine())
+
+	_, err = sim.ParseReplay("statesim -seed 1 -procs 9")
+	assert.Error(t, err)
+	_, err = sim.ParseReplay("statesim -bug nope")
+	assert.Error(t, err)
+	cfg, err = sim.ParseReplay("statesim -nofaults -crash 0.5")
+	require.NoError(t, err)
+	assert.Equal(t, sim.Rates{Crash: 0.5}, cfg.Rates)
+}
+
+// panicWriter panics on its nth write.
+type panicWriter struct{ n int }
+
+func (p *panicWriter) Write(b []byte) (int, error) {
+	if p.n--; p.n == 0 {
+		panic("boom")
+	}
+	return len(b), nil
+}
+
+func TestPanicIsAViolation(t *testing.T) {
+	cfg := sim.DefaultConfig(3)
+	cfg.Trace = &panicWriter{n: 200} // mid-run, with processes open
+	r := run(t, cfg)
+	require.Equal(t, []string{sim.CheckPanic}, r.Checks())
+	assert.Contains(t, r.Violations[0].Detail, "boom")
+}

@@ -1,0 +1,321 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/statekit/statekit/model"
+)
+
+// hitsKey is the counter only increments touch: the counter check reads it
+// at the end.
+const hitsKey = "hits"
+
+// opKind is what a client does in one step.
+type opKind int
+
+const (
+	opGet opKind = iota
+	opSet
+	opDel
+	opIncr
+	opDecr
+	opCAS
+	opExpire
+	opTTL
+	opHits
+	opBuffered
+	opLease
+	opRenew
+	opRelease
+	opFence
+	opUpdate
+	opKinds
+)
+
+// opWeights is how often clients pick each step, out of their sum.
+var opWeights = [opKinds]int{
+	opGet: 14, opSet: 12, opDel: 4, opIncr: 10, opDecr: 5, opCAS: 9, opExpire: 6, opTTL: 8,
+	opHits: 5, opBuffered: 7, opLease: 9, opRenew: 5, opRelease: 4, opFence: 6, opUpdate: 7,
+}
+
+// subKinds are the verbs an Update runs.
+var subKinds = []opKind{opGet, opSet, opDel, opIncr, opDecr, opCAS, opExpire, opTTL, opLease, opRenew, opRelease}
+
+// Bounds of the workload's draws.
+const (
+	updateOpsMax     = 4
+	delKeysMax       = 3
+	bigValueBytesMax = 6000
+	leaseTTLMin      = 20
+	leaseTTLSpan     = 1500
+	focusOps         = 3
+)
+
+// pickKind draws a step by opWeights.
+func (w *world) pickKind() opKind {
+	total := 0
+	for _, n := range opWeights {
+		total += n
+	}
+	x := w.rngWork.IntN(total)
+	for k, n := range opWeights {
+		if x < n {
+			return opKind(k)
+		}
+		x -= n
+	}
+	panic("sim: opWeights")
+}
+
+// clientStep has one client of one runnable process take a step.
+func (w *world) clientStep(procs []*process) {
+	r := w.rngWork
+	p := procs[r.IntN(len(procs))]
+	c := p.clients[r.IntN(len(p.clients))]
+	w.stats.Ops++
+	kind := w.pickKind()
+	switch kind {
+	case opHits:
+		w.verb(p, c.id, &model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1})
+	case opBuffered:
+		w.buffered(p)
+	case opLease, opRenew, opRelease:
+		li := r.IntN(len(w.leases))
+		in := w.leaseInput(c, kind, li)
+		out, known := w.verb(p, c.id, &in)
+		w.leaseOutcome(c, li, in, out, known)
+	case opFence:
+		li := r.IntN(len(w.leases))
+		if !c.holds[li].ok {
+			in := w.kvInput(opGet)
+			w.verb(p, c.id, &in)
+			return
+		}
+		w.fenceWrite(c, li)
+	case opUpdate:
+		w.update(p, c)
+	default:
+		in := w.kvInput(kind)
+		out, known := w.verb(p, c.id, &in)
+		if known {
+			w.noteKVDeadline(in, out)
+		}
+	}
+}
+
+// buffered adds to p's buffered increments, mostly on the counter key.
+func (w *world) buffered(p *process) {
+	r := w.rngWork
+	key, delta := hitsKey, int64(1)
+	if r.IntN(2) == 0 {
+		key, delta = w.key(), int64(r.IntN(7)-3)
+	}
+	if err := p.db.IncrBuffered(key, delta); err != nil {
+		w.violate(CheckEngineError, "p%d incrbuffered(%q, %+d): %v", p.pid, key, delta, err)
+		return
+	}
+	p.buffered[key] += delta
+	w.logf("p%d incrbuffered(%q, %+d)", p.pid, key, delta)
+}
+
+// update runs an Update of a few verbs, some of them on leases.
+func (w *world) update(p *process, c *client) {
+	r := w.rngWork
+	in := model.Input{Kind: model.Update, Abort: r.IntN(7) == 0}
+	leaseOf := map[int]int{} // sub index -> lease index
+	for i := range 1 + r.IntN(updateOpsMax) {
+		kind := subKinds[r.IntN(len(subKinds))]
+		switch kind {
+		case opLease, opRenew, opRelease:
+			li := r.IntN(len(w.leases))
+			leaseOf[i] = li
+			in.Ops = append(in.Ops, w.leaseInput(c, kind, li))
+		default:
+			in.Ops = append(in.Ops, w.kvInput(kind))
+		}
+	}
+	out, known := w.verb(p, c.id, &in)
+	for i, sub := range in.Ops {
+		li, ok := leaseOf[i]
+		if !ok {
+			continue
+		}
+		switch {
+		case !known:
+			c.holds[li] = hold{}
+		case out.Err == model.ErrNone:
+			sub.NowMillis = in.NowMillis
+			w.leaseOutcome(c, li, sub, out.Sub[i], true)
+		}
+	}
+	if known && out.Err == model.ErrNone {
+		for i, sub := range in.Ops {
+			if _, isLease := leaseOf[i]; !isLease {
+				sub.NowMillis = in.NowMillis
+				w.noteKVDeadline(sub, out.Sub[i])
+			}
+		}
+	}
+}
+
+// kvInput draws a call of a key verb.
+func (w *world) kvInput(kind opKind) model.Input {
+	r := w.rngWork
+	switch kind {
+	case opGet:
+		return model.Input{Kind: model.Get, Key: w.key()}
+	case opSet:
+		return model.Input{Kind: model.Set, Key: w.key(), Value: w.value(true), TTLMillis: w.ttl()}
+	case opDel:
+		keys := make([]string, 1+r.IntN(delKeysMax))
+		for i := range keys {
+			keys[i] = w.key()
+		}
+		return model.Input{Kind: model.Del, Keys: keys}
+	case opIncr:
+		return model.Input{Kind: model.IncrBy, Key: w.key(), Delta: int64(1 + r.IntN(3)), TTLMillis: w.ttl()}
+	case opDecr:
+		return model.Input{Kind: model.IncrBy, Key: w.key(), Delta: -int64(1 + r.IntN(3)), TTLMillis: w.ttl()}
+	case opCAS:
+		in := model.Input{Kind: model.CAS, Key: w.key()}
+		if r.IntN(4) != 0 {
+			in.Expected = model.Ptr(w.value(false))
+		}
+		if r.IntN(5) != 0 {
+			in.New = model.Ptr(w.value(false))
+		}
+		return in
+	case opExpire:
+		ttl := w.ttl()
+		switch {
+		case r.IntN(7) == 0:
+			ttl = -int64(r.IntN(2)) // deletes
+		case ttl == 0:
+			ttl = 1 + int64(r.IntN(20))
+		}
+		return model.Input{Kind: model.Expire, Key: w.key(), TTLMillis: ttl}
+	case opTTL:
+		return model.Input{Kind: model.TTL, Key: w.key()}
+	}
+	panic("sim: kvInput of " + strconv.Itoa(int(kind)))
+}
+
+// noteKVDeadline remembers the deadline a key verb set, or read.
+func (w *world) noteKVDeadline(in model.Input, out model.Output) {
+	if out.Err != model.ErrNone {
+		return
+	}
+	switch in.Kind {
+	case model.Set, model.IncrBy:
+		if in.TTLMillis > 0 {
+			w.noteDeadline(in.NowMillis+in.TTLMillis, in.Key, false)
+		}
+	case model.Expire:
+		if out.OK && in.TTLMillis > 0 {
+			w.noteDeadline(in.NowMillis+in.TTLMillis, in.Key, false)
+		}
+	case model.TTL:
+		if out.TTLMillis > 0 {
+			w.noteDeadline(in.NowMillis+out.TTLMillis, in.Key, false)
+		}
+	}
+}
+
+// key draws a shared key, favouring the focus key for a few calls after
+// time stopped at its deadline.
+func (w *world) key() string {
+	r := w.rngWork
+	focus := r.IntN(10) < 7
+	k := w.keys[r.IntN(len(w.keys))]
+	if w.focusLeft > 0 {
+		w.focusLeft--
+		if focus {
+			return w.focusKey
+		}
+	}
+	return k
+}
+
+// value draws a value: small integers and their decimal text (so that int
+// 7 and "7" meet), short words, and, when big allows, now and then a value
+// large enough to spill onto overflow pages.
+func (w *world) value(big bool) model.Value {
+	r := w.rngWork
+	switch x := r.IntN(20); {
+	case x < 10:
+		return model.Int(int64(r.IntN(7) - 3))
+	case x < 16:
+		return model.Bytes(strconv.Itoa(r.IntN(4)))
+	case x < 19 || !big:
+		return model.Bytes([]string{"x", "y", ""}[r.IntN(3)])
+	}
+	return model.Bytes(strings.Repeat(string(rune('a'+r.IntN(26))), 1+r.IntN(bigValueBytesMax)))
+}
+
+// ttl draws a TTL in ms for Set and IncrBy: none (0) or short to a few
+// seconds.
+func (w *world) ttl() int64 {
+	r := w.rngWork
+	switch x := r.IntN(20); {
+	case x < 8:
+		return 0
+	case x < 12:
+		return 1 + int64(r.IntN(20))
+	case x < 17:
+		return 20 + int64(r.IntN(480))
+	}
+	return 500 + int64(r.IntN(4500))
+}
+
+// leaseInput draws a call of a lease verb on lease li by client c: with the
+// token it holds, or now and then a stale or guessed one.
+func (w *world) leaseInput(c *client, kind opKind, li int) model.Input {
+	r := w.rngWork
+	name := w.leases[li]
+	ttl := leaseTTLMin + int64(r.IntN(leaseTTLSpan))
+	if kind == opLease {
+		return model.Input{Kind: model.Lease, Key: name, Owner: c.owner, TTLMillis: ttl}
+	}
+	h := c.holds[li]
+	token := h.token
+	guess := max(1, w.topToken[li]+int64(r.IntN(3)-1))
+	if !h.ok || r.IntN(8) == 0 {
+		token = guess
+	}
+	if kind == opRenew {
+		return model.Input{Kind: model.Renew, Key: name, Owner: c.owner, Token: token, TTLMillis: ttl}
+	}
+	return model.Input{Kind: model.Release, Key: name, Owner: c.owner, Token: token}
+}
+
+// leaseOutcome updates what client c believes it holds after a lease verb.
+func (w *world) leaseOutcome(c *client, li int, in model.Input, out model.Output, known bool) {
+	h := &c.holds[li]
+	if !known {
+		*h = hold{}
+		return
+	}
+	switch in.Kind {
+	case model.Lease:
+		if out.Err != model.ErrNone {
+			*h = hold{}
+			return
+		}
+		*h = hold{ok: true, token: out.Token, expires: out.ExpiresAt}
+		w.topToken[li] = max(w.topToken[li], out.Token)
+		w.noteDeadline(out.ExpiresAt, in.Key, true)
+	case model.Renew:
+		switch {
+		case out.Err == model.ErrNone:
+			*h = hold{ok: true, token: in.Token, expires: out.ExpiresAt}
+			w.noteDeadline(out.ExpiresAt, in.Key, true)
+		case in.Token == h.token:
+			*h = hold{}
+		}
+	case model.Release:
+		if out.Err == model.ErrNone || in.Token == h.token {
+			*h = hold{}
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// The seed streams: one math/rand/v2 source per subsystem, all derived from
+// Config.Seed, so that drawing more from one never shifts another.
+const (
+	streamShape      uint64 = iota + 0x51a0001 // processes, keys, the start of time
+	streamWork                                 // the clients' operations
+	streamTime                                 // how far time moves between operations
+	streamLife                                 // when stopped processes start again
+	streamBackground                           // when sweeps and flushes run
+	streamFault                                // + fault kind: one stream per kind
+)
+
+// dbPath is the statekit file's name on the simulated disk.
+const dbPath = "sim.state"
+
+// world is one simulated machine and everything that happened on it.
+type world struct {
+	cfg Config
+	ctx context.Context
+	m   *faults.MemFS
+
+	rngWork, rngTime, rngLife, rngBackground *rand.Rand
+	rngFault                                 [faultKinds]*rand.Rand
+
+	trueMillis int64 // true virtual time since the run began
+	wallBase   int64 // the wall clock, unix ms, at true time 0
+	wallOffset int64 // the sum of every wall-clock step
+	events     int64 // the event counter Call and Return come from
+
+	keys   []string // the keys clients share (the counter key apart)
+	leases []string // the lease names
+	procs  []*process
+
+	nextClient int
+	history    []linearizability.Op
+	hash       hash.Hash
+	line       []byte
+
+	fences     []*resource   // one per lease name
+	topToken   []int64       // the highest token granted, per lease name
+	deadlines  [2][]deadline // recent deadlines worth stopping time at: of keys, of leases
+	focusKey   string        // a key the next few operations favour
+	focusLeft  int
+	diskFull   int  // operations left in a disk-full episode
+	needCheck  bool // the next open runs integrity_check: a recovery
+	clock      clockCheck
+	counter    counterCheck
+	violations []Violation
+	lin        linearizability.Result
+	stats      Stats
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Procs         int            // simulated processes
+	Keys          int            // shared keys (plus the counter key)
+	Ops           int            // client operations issued
+	Recorded      int            // operations and events in the history
+	Unknown       int            // operations whose outcome a fault hid
+	Omitted       int            // operations refused on a full disk, left out of the history
+	Faults        map[string]int // faults injected, by kind (the rate flags' names; midop-cut counts armed cuts that fell)
+	VirtualMillis int64          // true virtual time the run covered
+	Opens         int            // process starts
+	Checks        int            // integrity checks run
+}
+
+// newWorld builds the machine of cfg, with nothing started.
+func newWorld(cfg Config) *world {
+	shape := rand.New(rand.NewPCG(cfg.Seed, streamShape))
+	w := &world{
+		cfg:           cfg,
+		ctx:           context.Background(),
+		m:             faults.NewMemFS(cfg.Seed),
+		rngWork:       rand.New(rand.NewPCG(cfg.Seed, streamWork)),
+		rngTime:       rand.New(rand.NewPCG(cfg.Seed, streamTime)),
+		rngLife:       rand.New(rand.NewPCG(cfg.Seed, streamLife)),
+		rngBackground: rand.New(rand.NewPCG(cfg.Seed, streamBackground)),
+		hash:          sha256.New(),
+		stats:         Stats{Faults: map[string]int{}},
+	}
+	for k := range w.rngFault {
+		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
+	}
+	// 2026 and later, to the millisecond.
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	w.wallBase = start + shape.Int64N(5*365*24*3600*1000)
+	nprocs := 1 + shape.IntN(cfg.Procs)
+	nkeys := cfg.Keys
+	if nkeys == 0 {
+		nkeys = 3 + shape.IntN(3)
+	}
+	for i := range nkeys {
+		w.keys = append(w.keys, "k"+strconv.Itoa(i))
+	}
+	w.leases = []string{"L0", "L1"}
+	for range w.leases {
+		w.fences = append(w.fences, &resource{})
+		w.topToken = append(w.topToken, 0)
+	}
+	for pid := 1; pid <= nprocs; pid++ {
+		w.procs = append(w.procs, &process{pid: pid})
+	}
+	w.stats.Procs, w.stats.Keys = nprocs, nkeys
+	vfs.SeedSQLiteRandomness(uint32((cfg.Seed*0x9e3779b97f4a7c15)>>32) | 1) // 0 means the host's entropy
+	w.m.SetClock(func() time.Time { return time.UnixMilli(w.wallMillis()) })
+	return w
+}
+
+// wallMillis is the machine's wall clock, unix ms.
+func (w *world) wallMillis() int64 { return w.wallBase + w.trueMillis + w.wallOffset }
+
+// tick returns the next value of the event counter.
+func (w *world) tick() int64 {
+	w.events++
+	return w.events
+}
+
+// advance moves true time forward by ms.
+func (w *world) advance(ms int64) {
+	if ms < 0 {
+		panic("sim: time moved back")
+	}
+	if ms == 0 {
+		return
+	}
+	w.trueMillis += ms
+	w.logf("time +%dms", ms)
+}
+
+// logf records one event: into the trace hash, and to Config.Trace.
+func (w *world) logf(format string, args ...any) {
+	w.line = w.line[:0]
+	w.line = strconv.AppendInt(w.line, w.trueMillis, 10)
+	w.line = append(w.line, ' ')
+	w.line = fmt.Appendf(w.line, format, args...)
+	w.line = append(w.line, '\n')
+	w.hash.Write(w.line)
+	if w.cfg.Trace != nil {
+		w.cfg.Trace.Write(w.line)
+	}
+}
+
+// violate records a broken promise.
+func (w *world) violate(check, format string, args ...any) {
+	v := Violation{Check: check, Detail: fmt.Sprintf(format, args...)}
+	w.violations = append(w.violations, v)
+	// The trace hashes the check only: a detail may quote an engine error,
+	// whose text is not the simulation's to keep stable.
+	w.logf("VIOLATION %s", v.Check)
+	if w.cfg.Trace != nil {
+		fmt.Fprintf(w.cfg.Trace, "  %s\n", v.Detail)
+	}
+}
+
+// procClock is a simulated process's clock: the machine's wall clock, and a
+// monotonic clock that counts true time since the process started.
+type procClock struct {
+	w         *world
+	startTrue int64
+}
+
+func (c *procClock) Wall() time.Time { return time.UnixMilli(c.w.wallMillis()) }
+
+func (c *procClock) Monotonic() time.Duration {
+	return time.Duration(c.w.trueMillis-c.startTrue) * time.Millisecond
+}
+
+// runnable returns the processes that run and are not paused, in pid order.
+func (w *world) runnable() []*process {
+	var out []*process
+	for _, p := range w.procs {
+		if p.db != nil && p.pausedUntil == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// running returns the processes that run, paused or not, in pid order.
+func (w *world) running() []*process {
+	var out []*process
+	for _, p := range w.procs {
+		if p.db != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// deadline is a deadline some operation set: engine ms, and the key or
+// lease name it belongs to.
+type deadline struct {
+	millis int64
+	key    string
+	lease  bool
+}
+
+// deadlinesKept bounds the deadlines the simulator remembers.
+const deadlinesKept = 16
+
+// noteDeadline remembers a deadline worth stopping time at: of a key, or
+// of a lease when lease is set.
+func (w *world) noteDeadline(ms int64, key string, lease bool) {
+	if ms <= 0 {
+		return
+	}
+	i := 0
+	if lease {
+		i = 1
+	}
+	ds := w.deadlines[i]
+	if len(ds) == deadlinesKept {
+		copy(ds, ds[1:])
+		ds = ds[:deadlinesKept-1]
+	}
+	w.deadlines[i] = append(ds, deadline{ms, key, lease})
+}

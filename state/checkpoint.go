@@ -1,0 +1,211 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+)
+
+// Checkpoints. A checkpoint copies the WAL back into the database file and
+// syncs both; under synchronous=NORMAL that sync waits for every WAL frame
+// written since the last one to reach the disk, milliseconds after a few
+// thousand commits. SQLite's automatic checkpoint makes whichever statement
+// ends with the WAL past 1000 frames wait for it, holding the handle's lock.
+// When the background goroutines run, one of them checkpoints instead,
+// every checkpointEvery writes, on a connection of its own: without the
+// lock, copying and syncing while verbs go on committing, then, if only a
+// few commits came meanwhile (or the WAL is long), under the lock for
+// those. The WAL is then entirely in the database file, so the next write
+// starts it over from the beginning, overwriting the file in place: a
+// synchronous=FULL commit that overwrites syncs about as fast as appending
+// a record to a file, one that appends to the WAL takes about twice as
+// long. The main connection keeps an automatic checkpoint at
+// checkpointBackstopFrames, for when the background one cannot keep up.
+const (
+	// checkpointEvery is how many writes pass between two background
+	// checkpoints.
+	checkpointEvery = 1000
+	// checkpointForceFrames is the WAL length at which the background
+	// checkpoint ends with its pass under the lock however many commits
+	// come meanwhile, so that the WAL restarts there, between verbs, and
+	// not in the middle of one at the backstop.
+	checkpointForceFrames = 3000
+	// checkpointBackstopFrames is the main connection's wal_autocheckpoint
+	// while the background checkpointer runs (SQLite's default, 1000,
+	// otherwise), for when the background checkpoint cannot keep up.
+	checkpointBackstopFrames = 8000
+	// checkpointPasses bounds the passes of one background checkpoint
+	// without the lock.
+	checkpointPasses = 3
+	// checkpointTailWrites is how many commits a pass may see made while
+	// it ran for the last pass, under the lock, to be short.
+	checkpointTailWrites = 16
+	// checkpointSQL copies what it can without waiting for anyone.
+	checkpointSQL = `PRAGMA wal_checkpoint(PASSIVE)`
+)
+
+// checkpointer runs background checkpoints on its own connection, opened at
+// the first one.
+type checkpointer struct {
+	kick   chan struct{} // buffered: a pending request; nil when not running
+	writes int           // writes since the last request; guarded by DB.mu
+	total  atomic.Int64  // every write counted, read without DB.mu
+	sqldb  *sql.DB       // the checkpoint connection, once opened
+}
+
+// wrote counts n writes (a sweep batch counts for a few: it writes several
+// pages) and asks for a checkpoint every checkpointEvery. Callers hold
+// DB.mu.
+func (c *checkpointer) wrote(n int) {
+	if c.kick == nil {
+		return
+	}
+	c.total.Add(int64(n))
+	c.writes += n
+	if c.writes < checkpointEvery {
+		return
+	}
+	c.writes = 0
+	select {
+	case c.kick <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// checkpoint runs one background checkpoint: passes without the lock until
+// one sees at most checkpointTailWrites commits made while it ran, or a
+// WAL of checkpointForceFrames, then a last pass under the lock. If the
+// passes never get there (verbs commit faster than a pass syncs), it leaves
+// the rest to the next checkpoint. A busy file is left for the next checkpoint; an I/O error
+// or corruption ends the handle, as it would on the main connection: a
+// failed sync is never retried as if nothing happened.
+func (c *checkpointer) checkpoint(db *DB) {
+	if c.sqldb == nil {
+		sqldb, err := sql.Open("sqlite", db.dsn)
+		if err != nil {
+			return
+		}
+		sqldb.SetMaxOpenConns(1)
+		c.sqldb = sqldb
+	}
+	for pass := 0; ; pass++ {
+		before := c.total.Load()
+		frames, err := c.run()
+		if err != nil {
+			if fatal(err) {
+				db.mu.Lock()
+				db.note(fmt.Errorf("checkpoint: %w", err))
+				db.unlock()
+			}
+			return
+		}
+		if c.total.Load()-before <= checkpointTailWrites || frames >= checkpointForceFrames {
+			break
+		}
+		if pass == checkpointPasses-1 {
+			return
+		}
+	}
+	db.mu.Lock()
+	defer db.unlock()
+	if db.closed || db.failed != nil {
+		return
+	}
+	if _, err := c.run(); err != nil && fatal(err) {
+		db.note(fmt.Errorf("checkpoint: %w", err))
+	}
+}
+
+// run runs one passive checkpoint and returns the WAL's length in frames.
+func (c *checkpointer) run() (int64, error) {
+	ctx := context.Background()
+	var busy, frames, copied int64
+	err := c.sqldb.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
+	return frames, classify(ctx, err)
+}
+
+// close closes the checkpoint connection, if one was opened.
+func (c *checkpointer) close() error {
+	if c.sqldb == nil {
+		return nil
+	}
+	err := c.sqldb.Close()
+	c.sqldb = nil
+	return err
+}
+
+// checkpointEveryPages is how many pages the handle writes to the WAL
+// between two checkpoints it runs itself, under its lock, on its own
+// connection: the only checkpoints without the background checkpointer, and
+// a backstop with it when commits come faster than it copies. SQLite's
+// automatic checkpoint, which this replaces, runs every 1000 pages.
+func (db *DB) checkpointEveryPages() int {
+	if db.cfg.runsBackground() {
+		return checkpointBackstopFrames
+	}
+	return 1000
+}
+
+// pageCounter is the driver connection's sqlite3_db_status.
+type pageCounter interface {
+	Status(op sqlite.DBStatusOp, reset bool) (current, high int, err error)
+}
+
+// countPages finds the driver connection's page counter.
+func (db *DB) countPages(ctx context.Context) error {
+	return db.conn.Raw(func(dc any) error {
+		pc, ok := dc.(pageCounter)
+		if !ok {
+			return fmt.Errorf("statekit: driver connection %T has no Status", dc)
+		}
+		db.pages = pc
+		return nil
+	})
+}
+
+// checkpointIfDue runs a passive checkpoint once the handle has written
+// checkpointEveryPages pages to the WAL. SQLite's automatic checkpoint is
+// off (wal_autocheckpoint=0) because it ignores its own errors: here a
+// failed sync ends the handle, as it would in a commit. A busy file waits
+// for the next one. Callers hold mu.
+func (db *DB) checkpointIfDue(ctx context.Context) {
+	if db.pages == nil {
+		return
+	}
+	written, _, err := db.pages.Status(sqlite.DBStatusCacheWrite, false)
+	if err != nil || written < db.checkpointEveryPages() {
+		return
+	}
+	_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
+	var busy, frames, copied int64
+	err = db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
+	if err = classify(ctx, err); err != nil && fatal(err) {
+		db.note(fmt.Errorf("checkpoint: %w", err))
+	}
+}
+
+// checkpointAtOpen copies the whole WAL into the file, syncs it and empties
+// the WAL before a writable handle starts. After a process failed a sync,
+// the WAL can hold frames that read back fine but never reached the disk;
+// without this, a later FULL commit appended behind them would sync over
+// that hole and still be lost, with every commit after the hole, on a power
+// loss. It does not wait: another process reading or writing the file at
+// that moment leaves the WAL as it is (and a hole, if any, with it); an I/O
+// error fails the open.
+func checkpointAtOpen(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration) error {
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout=0`); err != nil {
+		return err
+	}
+	var busy, frames, copied int64
+	err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	if c := sqliteCode(err); c == sqliteBusy || c == sqliteLocked {
+		err = nil
+	}
+	_, rerr := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout.Milliseconds()))
+	return errors.Join(err, rerr)
+}

@@ -1,0 +1,335 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Group commit. The simple write verbs (Incr and the other increments, Set,
+// Del, CAS, Expire) that goroutines call at the same moment share one
+// transaction: whoever takes the handle's lock first runs every verb queued
+// by then, each as its own statement, between one BEGIN IMMEDIATE and one
+// COMMIT, and hands each caller its own result. A commit, with its locks and
+// its WAL write, costs several times one statement, so eight goroutines on
+// one hot key get more done together than one alone, where a lock alone
+// would serialise them and a pool of connections would make them spin on
+// SQLite's busy lock.
+//
+// Nothing a caller sees changes: each verb returns what it would have
+// returned run alone in the order the group ran them, at the group's one
+// engine time, none returns before the commit, and a statement error that
+// SQLite confines to its statement (ErrNotInteger, ErrOverflow) stays with
+// its verb. Any other error inside the group (a context done mid-statement,
+// a full disk) rolls the transaction back, and then every verb of the group
+// runs alone, as do runs it, with its own context: nothing of the group had
+// committed, so running them again is running them once. A fatal error (an
+// I/O error, corruption) ends the handle and fails the whole group, which
+// did not commit. A verb alone in the queue runs alone, in autocommit,
+// exactly as do runs it.
+//
+// Sweep batches queue with these verbs, each run alone, so that a sweep and
+// the verbs called beside it take turns (see doQueued).
+
+// maxGroup bounds the verbs in one group transaction.
+const maxGroup = 64
+
+// The states of a queued verb.
+const (
+	opWaiting int32 = iota // in the queue
+	opDone                 // run; err is its result
+	opLead                 // its caller is to take the lock and run the queue
+)
+
+// pending is one queued verb.
+type pending struct {
+	ctx   context.Context
+	a     access // grouped, or sweeping: a batch that runs alone
+	fn    func(now int64) error
+	err   error         // the result, written before state becomes opDone
+	state atomic.Int32  // opWaiting, opDone or opLead
+	wake  chan struct{} // buffered: the state changed
+}
+
+// finish gives o its result and wakes its caller.
+func (o *pending) finish(err error) {
+	o.err = err
+	o.state.Store(opDone)
+	o.signal()
+}
+
+func (o *pending) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default: // a signal is pending already
+	}
+}
+
+// queue holds the verbs waiting for the handle's lock.
+type queue struct {
+	mu        sync.Mutex
+	ops       []*pending
+	contended atomic.Bool // a caller found the handle's lock held
+}
+
+// push queues p and reports whether it is alone in the queue.
+func (q *queue) push(p *pending) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ops = append(q.ops, p)
+	return len(q.ops) == 1
+}
+
+// take removes and returns the oldest verbs: up to maxGroup grouped ones,
+// or a sweep batch alone.
+func (q *queue) take() []*pending {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(q.ops) && n < maxGroup {
+		if q.ops[n].a != grouped {
+			n = max(n, 1)
+			break
+		}
+		n++
+	}
+	ops := make([]*pending, n)
+	copy(ops, q.ops)
+	rest := copy(q.ops, q.ops[n:])
+	clear(q.ops[rest:])
+	q.ops = q.ops[:rest]
+	return ops
+}
+
+// oldest returns the verb that has waited longest, or nil.
+func (q *queue) oldest() *pending {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.ops) == 0 {
+		return nil
+	}
+	return q.ops[0]
+}
+
+// doQueued is do for a verb that may share a transaction with the verbs
+// other goroutines call at the same moment (a grouped verb), and for a
+// sweep batch, which runs alone but queues with them, so that verbs and
+// batches take turns: a verb waits for at most one batch, and a sweep
+// makes progress however busy the handle is. A grouped verb is one the
+// package comment above names: its fn has no effect but its statements and
+// the result it stores, so it may run twice (see runGroup).
+//
+// Whoever finds the lock free leads: it runs the queue, its own verb with
+// it. The others wait for their result without touching the lock, so they
+// are free to queue their next verb while a group runs; whoever unlocks
+// appoints the caller of the oldest verb still queued to lead next.
+func (db *DB) doQueued(ctx context.Context, a access, fn func(now int64) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("statekit: %w", err)
+	}
+	p := &pending{ctx: ctx, a: a, fn: fn, wake: make(chan struct{}, 1)}
+	alone := db.q.push(p)
+	// A sweep batch takes the lock at once only if no verb is queued
+	// before it: it waits its turn, so verbs and batches alternate.
+	if (a != sweeping || alone) && db.mu.TryLock() {
+		db.lead(p)
+		return p.err
+	}
+	db.q.contended.Store(true)
+	return db.follow(p)
+}
+
+// followPoll is how often a queued verb's caller tries the lock itself.
+// Every holder appoints a leader when it unlocks (DB.unlock); this covers
+// a holder that does not.
+const followPoll = time.Millisecond
+
+// follow waits until p has run, or its caller is appointed to lead and
+// runs it.
+func (db *DB) follow(p *pending) error {
+	t := time.NewTimer(followPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.wake:
+		case <-t.C:
+			t.Reset(followPoll)
+			if p.state.Load() != opDone && db.mu.TryLock() {
+				db.lead(p)
+				return p.err
+			}
+		}
+		switch p.state.Load() {
+		case opDone:
+			return p.err
+		case opLead:
+			db.mu.Lock()
+			db.lead(p)
+			return p.err
+		}
+	}
+}
+
+// unlock releases mu and appoints the caller of the oldest queued verb to
+// lead next. After unlocking: a verb queued after the look found the lock
+// free, or held by a holder that looks again when it unlocks.
+func (db *DB) unlock() {
+	db.mu.Unlock()
+	if next := db.q.oldest(); next != nil && next.state.CompareAndSwap(opWaiting, opLead) {
+		next.signal()
+	}
+}
+
+// lead runs queued verbs until p has run, then unlocks mu, appointing the
+// next leader. Callers hold mu.
+func (db *DB) lead(p *pending) {
+	defer db.unlock()
+	for p.state.Load() != opDone {
+		if db.q.contended.Swap(false) {
+			// Others called while the lock was held: the callers of the
+			// last group are likely runnable on this thread, about to
+			// queue their next verb. Let them, so it joins this group.
+			runtime.Gosched()
+		}
+		ops := db.q.take()
+		if len(ops) == 0 {
+			panic("statekit: a queued verb left the queue without running")
+		}
+		db.runGroup(ops)
+	}
+}
+
+// runGroup runs ops, together if there are several. Callers hold mu.
+func (db *DB) runGroup(ops []*pending) {
+	defer func() {
+		for _, o := range ops {
+			if o.state.Load() != opDone { // fn panicked: the panic goes on in the leader
+				o.finish(errors.New("statekit: a verb run in the same transaction panicked"))
+			}
+		}
+	}()
+	if err := db.usable(ops[0].a); err != nil {
+		for _, o := range ops {
+			o.finish(err)
+		}
+		return
+	}
+	// The group's own waits (the high-water mark's write, BEGIN) end no
+	// later than the earliest deadline among its callers; the mark's write
+	// is not cut short by one caller's cancellation, which would fail the
+	// others.
+	gctx := ops[0].ctx
+	for _, o := range ops[1:] {
+		if d, ok := o.ctx.Deadline(); ok {
+			if cur, ok := gctx.Deadline(); !ok || d.Before(cur) {
+				gctx = o.ctx
+			}
+		}
+	}
+	now := db.time.nowMillis()
+	if err := db.advanceHWM(context.WithoutCancel(gctx), now); err != nil {
+		err = db.note(err)
+		for _, o := range ops {
+			o.finish(err)
+		}
+		return
+	}
+	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
+		return
+	}
+	for _, o := range ops {
+		o.finish(db.runAlone(o, now))
+	}
+}
+
+// runAlone runs one verb or sweep batch in autocommit, as do does. Callers
+// hold mu.
+func (db *DB) runAlone(o *pending, now int64) error {
+	if err := o.ctx.Err(); err != nil {
+		return fmt.Errorf("statekit: %w", err)
+	}
+	if err := db.usable(o.a); err != nil {
+		return err
+	}
+	if err := db.note(o.fn(now)); err != nil {
+		return err
+	}
+	if o.a == sweeping {
+		return nil
+	}
+	db.bg.ckpt.wrote(1)
+	db.afterWrite(o.ctx, now)
+	return nil
+}
+
+// runTogether runs ops in one transaction; BEGIN IMMEDIATE, which may wait
+// for another process's lock, waits no longer than ctx allows. It reports
+// true when that settled every op: it committed, or a fatal error ended the
+// handle. On false nothing of it is left and no op is done. Callers hold
+// mu.
+func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
+	if err := db.begin(ctx); err != nil {
+		return false
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+		}
+	}()
+	errs := make([]error, len(ops))
+	for i, o := range ops {
+		err := o.fn(now)
+		switch {
+		case err == nil || errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow):
+			errs[i] = err
+		case fatal(err):
+			db.failGroup(ops, err)
+			return true
+		default:
+			return false
+		}
+	}
+	if _, err := db.st.commit.ExecContext(context.WithoutCancel(ctx)); err != nil {
+		if err = classify(ctx, err); fatal(err) {
+			db.failGroup(ops, err)
+			return true
+		}
+		return false
+	}
+	committed = true
+	for i, o := range ops {
+		if errs[i] == nil {
+			db.bg.ckpt.wrote(1)
+			db.afterWrite(o.ctx, now)
+		}
+		o.finish(errs[i])
+	}
+	return true
+}
+
+// failGroup ends the handle on a fatal error met inside a group and gives
+// every verb of it that error: nothing of the group committed, and after
+// an I/O error nothing is retried. Callers hold mu.
+func (db *DB) failGroup(ops []*pending, err error) {
+	err = db.note(err)
+	for _, o := range ops {
+		o.finish(err)
+	}
+}
+
+// begin runs BEGIN IMMEDIATE. On an error it rolls back: the driver reports
+// the context's error when the context ends as the statement finishes, even
+// if the transaction did begin, and a transaction left open would swallow
+// every later autocommit write of the handle. Callers hold mu.
+func (db *DB) begin(ctx context.Context) error {
+	_, err := db.st.begin.ExecContext(ctx)
+	if err != nil {
+		_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+	}
+	return err
+}
