@@ -220,12 +220,13 @@ func modelProperty(t *testing.T, b backend, opts ...state.Option) func(*rapid.T)
 			},
 			"sweep": func(rt *rapid.T) { m.step(rt, model.Input{Kind: model.Sweep}) },
 			"leaseCycle": func(rt *rapid.T) {
-				// grant, release, grant again: where token bugs show
+				// grant, renew, release, grant again: where token bugs show
 				name := rapid.SampledFrom(modelLeases).Draw(rt, "lease")
 				owner := rapid.SampledFrom(modelOwners).Draw(rt, "owner")
 				m.step(rt, model.Input{Kind: model.Lease, Key: name, Owner: owner, TTLMillis: 1000})
 				if n := len(m.leases); n > 0 && m.leases[n-1].Key == name {
 					l := m.leases[n-1]
+					m.step(rt, model.Input{Kind: model.Renew, Key: l.Key, Owner: l.Owner, Token: l.Token, TTLMillis: 1000})
 					m.step(rt, model.Input{Kind: model.Release, Key: l.Key, Owner: l.Owner, Token: l.Token})
 				}
 				m.step(rt, model.Input{Kind: model.Lease, Key: name, Owner: "w3", TTLMillis: 1000})
