@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test demo bench lint sim
+.PHONY: test demo bench bench-go lint sim
 
 # test: every test, with the race detector, plus vet and gofmt.
 test: lint
@@ -10,8 +10,15 @@ test: lint
 demo:
 	$(GO) run ./examples/quickstart
 
-# bench: each verb beside a naive prepared-statement baseline.
+# bench: every verb beside its naive baseline, interleaved in one run on one disk
+# (cmd/statebench; table on stdout, JSON in statebench.json). A quick run:
+#   make bench BENCHFLAGS='-benchtime 200ms -count 1 -rows 20000'
+BENCHFLAGS ?=
 bench:
+	$(GO) run ./cmd/statebench $(BENCHFLAGS)
+
+# bench-go: the go test benchmarks, for profiling.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./state/
 
 # lint: gofmt and go vet must be clean.

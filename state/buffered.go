@@ -109,7 +109,7 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 	began := false
 	err := db.do(ctx, writing, func(now int64) error {
 		began = true
-		if _, err := db.st.begin.ExecContext(ctx); err != nil {
+		if err := db.begin(ctx); err != nil {
 			return notWritten(classify(ctx, err))
 		}
 		for _, k := range keys {

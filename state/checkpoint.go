@@ -24,21 +24,23 @@ import (
 // starts it over from the beginning, overwriting the file in place: a
 // synchronous=FULL commit that overwrites syncs about as fast as appending
 // a record to a file, one that appends to the WAL takes about twice as
-// long. The main connection keeps an automatic checkpoint at
-// checkpointBackstopFrames, for when the background one cannot keep up.
+// long. The handle still checkpoints on its own connection, under its
+// lock, every checkpointBackstopFrames pages it writes (checkpointIfDue),
+// for when the background one cannot keep up.
 const (
 	// checkpointEvery is how many writes pass between two background
 	// checkpoints.
-	checkpointEvery = 1000
+	checkpointEvery = 4000
 	// checkpointForceFrames is the WAL length at which the background
 	// checkpoint ends with its pass under the lock however many commits
 	// come meanwhile, so that the WAL restarts there, between verbs, and
 	// not in the middle of one at the backstop.
-	checkpointForceFrames = 3000
-	// checkpointBackstopFrames is the main connection's wal_autocheckpoint
-	// while the background checkpointer runs (SQLite's default, 1000,
-	// otherwise), for when the background checkpoint cannot keep up.
-	checkpointBackstopFrames = 8000
+	checkpointForceFrames = 12000
+	// checkpointBackstopFrames is how many pages the handle writes between
+	// two checkpoints it runs itself while the background checkpointer
+	// runs (1000, SQLite's automatic interval, otherwise), for when the
+	// background checkpoint cannot keep up.
+	checkpointBackstopFrames = 16000
 	// checkpointPasses bounds the passes of one background checkpoint
 	// without the lock.
 	checkpointPasses = 3

@@ -17,7 +17,7 @@ const (
 	// keys were written far apart sit on different pages, a page or two
 	// to write each; rows written together share pages. A verb waits for
 	// at most one batch.
-	sweepBatchTime = 200 * time.Microsecond
+	sweepBatchTime = 150 * time.Microsecond
 	// sweepBatchWrites is how many writes a sweep batch that deleted rows
 	// counts for toward the next background checkpoint.
 	sweepBatchWrites = 4
@@ -37,7 +37,7 @@ const (
 // absent to every verb; sweeping only reclaims their space. Leases are never
 // swept. A background goroutine sweeps every DefaultSweepInterval unless
 // WithSweepInterval or WithoutBackground say otherwise. Each transaction is
-// sized to take about a fifth of a millisecond, and transactions take turns
+// sized to take about 150 microseconds, and transactions take turns
 // with the write verbs other goroutines call meanwhile, so a verb waits for
 // one at most.
 func (db *DB) Sweep(ctx context.Context) (int, error) {

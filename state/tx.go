@@ -41,7 +41,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("%w: nil Update callback", ErrInvalidArgument)
 	}
 	return db.do(ctx, writing, func(now int64) error {
-		if _, err := db.st.begin.ExecContext(ctx); err != nil {
+		if err := db.begin(ctx); err != nil {
 			return classify(ctx, err)
 		}
 		tx := &Tx{db: db, ctx: ctx, now: now}

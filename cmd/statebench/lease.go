@@ -10,7 +10,7 @@ import (
 )
 
 // leaseWarmOps is how many untimed operations each lease side runs first.
-const leaseWarmOps = 2500
+const leaseWarmOps = 5000
 
 // runLease measures lease grants, each committed with synchronous=FULL,
 // against the floor of any durable commit on this disk: appending a small
