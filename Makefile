@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test demo bench bench-go lint sim
+.PHONY: test demo bench bench-go lint sim stress stress-canary
 
 # test: every test, with the race detector, plus vet and gofmt.
 test: lint
@@ -29,3 +29,13 @@ lint:
 # sim: 1000 seeds of the deterministic simulator, one worker process per core.
 sim:
 	$(GO) run ./cmd/statesim -seeds 1000
+
+# stress: worker processes share one file on disk and are SIGKILLed at random;
+# every history is checked. Longer: make stress STRESS_FLAGS='-duration 5m -procs 8'
+STRESS_FLAGS ?= -duration 60s
+stress:
+	$(GO) run ./cmd/statestress $(STRESS_FLAGS)
+
+# stress-canary: the planted two-statement lease grant must be caught.
+stress-canary:
+	! $(GO) run ./cmd/statestress -duration 5s -bug lease-two-statements

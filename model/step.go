@@ -60,8 +60,10 @@ func apply(s *State, in Input, nowMillis int64) Output {
 // invalid reports input the spec refuses before looking at the state.
 func invalid(in Input) bool {
 	switch in.Kind {
-	case Get, Set, IncrBy, CAS, Expire, TTL, Release:
+	case Get, Set, IncrBy, CAS, Expire, TTL:
 		return in.Key == ""
+	case Release:
+		return in.Key == "" || in.Owner == ""
 	case Del:
 		for _, k := range in.Keys {
 			if k == "" {

@@ -25,6 +25,7 @@ type DB struct {
 	cfg  config
 
 	sqldb      *sql.DB
+	guard      *sql.DB // a read-only connection held while Open runs (openGuard)
 	unregister func() // releases a Go VFS registered for WithFS; nil otherwise
 
 	// mu serialises every statement on conn. One connection and one lock
@@ -72,10 +73,15 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	db.dsn = dsn
+	if err := db.openGuard(dsn); err != nil {
+		db.releaseHandle()
+		return nil, err
+	}
 	if err := db.open(dsn); err != nil {
 		db.releaseHandle()
 		return nil, err
 	}
+	db.closeGuard()
 	db.buf.deltas = map[string]int64{}
 	db.bg.start(db)
 	return db, nil
@@ -125,16 +131,32 @@ func (db *DB) checkFSFile() error {
 // file's mode). A read-only open requires the file.
 func (db *DB) prepareFile() error {
 	if db.cfg.readOnly {
-		if _, err := os.Stat(db.path); err != nil {
+		st, err := os.Stat(db.path)
+		if err != nil {
 			return fmt.Errorf("open %s: %w", db.path, err)
 		}
-		return nil
+		return oneByte(db.path, st.Size())
 	}
 	f, err := os.OpenFile(db.path, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.path, err)
 	}
-	return f.Close()
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	return oneByte(db.path, st.Size())
+}
+
+// oneByte refuses a file of exactly one byte: SQLite's unix VFS reports
+// its size as 0 (a workaround for an old OS X file system), so SQLite would
+// take someone's 1-byte file for a new database and write over it.
+func oneByte(path string, size int64) error {
+	if size == 1 {
+		return fmt.Errorf("%w: %s is 1 byte long", ErrNotStatekit, path)
+	}
+	return nil
 }
 
 // escapePath makes a file name safe inside a file: URI.
@@ -159,6 +181,9 @@ func (db *DB) open(dsn string) error {
 	kind, err := inspect(ctx, conn, db.path)
 	if err != nil {
 		return err
+	}
+	if !db.cfg.readOnly && readOnlyFile(conn) {
+		return fmt.Errorf("%w: %s: SQLite can only read it (its header names a file format write version it does not know)", ErrCorrupt, db.path)
 	}
 	if kind == fileEmpty && db.cfg.readOnly {
 		return fmt.Errorf("%w: %s is empty", ErrNotStatekit, db.path)
@@ -201,6 +226,81 @@ func (db *DB) open(dsn string) error {
 	return nil
 }
 
+// openGuard checks the file's identity and schema on a read-only
+// connection before a writable one opens it, and keeps that connection
+// open until Open is done. When the last connection to a file closes,
+// SQLite checkpoints the WAL into the file and deletes it, even after Open
+// refused the file; a connection that stays open meanwhile prevents that,
+// and a read-only one neither writes nor checkpoints when it closes. So a
+// damaged or foreign file is refused without a byte of it changed.
+func (db *DB) openGuard(dsn string) error {
+	if db.cfg.readOnly {
+		return nil
+	}
+	ctx := context.Background()
+	ro, err := sql.Open("sqlite", dsn+"&mode=ro")
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	db.guard = ro
+	conn, err := ro.Conn(ctx)
+	if sqliteCode(err) == sqliteCantOpen {
+		return nil // a new file on an injected FS: the writable open creates it
+	}
+	if err != nil {
+		return openError(ctx, db.path, err)
+	}
+	defer conn.Close()
+	kind, err := inspect(ctx, conn, db.path)
+	if sqliteCode(err) == sqliteReadOnly {
+		// A hot journal or a WAL that only a writer may recover: let the
+		// writable connection do it.
+		db.closeGuard()
+		return nil
+	}
+	if err != nil || kind == fileEmpty {
+		return err
+	}
+	return checkSchema(ctx, conn, db.path)
+}
+
+// checkSchema refuses a statekit file whose schema is not exactly the one
+// this statekit creates (a damaged schema, or a table, index, trigger or
+// view someone added: a trigger would run inside the verbs), and reads the
+// meta table, which Open reads next.
+func checkSchema(ctx context.Context, conn *sql.Conn, path string) error {
+	want, err := wantedSchema()
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	have, err := readSchema(ctx, conn)
+	if err != nil {
+		return openError(ctx, path, err)
+	}
+	var f finder
+	if !diffSchema(&f, have, want) || len(f.list) > 0 {
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, strings.Join(f.list, "; "))
+	}
+	var rows int64
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM meta`).Scan(&rows); err != nil {
+		return openError(ctx, path, err)
+	}
+	return nil
+}
+
+// wantedSchema is expectedSchema, made once.
+var wantedSchema = sync.OnceValues(func() (map[string]string, error) {
+	return expectedSchema(context.Background())
+})
+
+// closeGuard closes the connection openGuard opened, if any.
+func (db *DB) closeGuard() {
+	if db.guard != nil {
+		db.guard.Close()
+		db.guard = nil
+	}
+}
+
 // releaseHandle frees what open acquired. It is safe on a half-opened DB.
 func (db *DB) releaseHandle() error {
 	var errs []error
@@ -213,6 +313,7 @@ func (db *DB) releaseHandle() error {
 	if db.sqldb != nil {
 		errs = append(errs, db.sqldb.Close())
 	}
+	db.closeGuard()
 	if db.unregister != nil {
 		db.unregister()
 	}
@@ -311,7 +412,7 @@ func (db *DB) usable(a access) error {
 	case db.closed:
 		return ErrClosed
 	case db.failed != nil:
-		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file: %v", ErrIO, db.path, db.failed)
+		return fmt.Errorf("%s: handle failed earlier, reopen the file: %w", db.path, db.failed)
 	case a != reading && db.cfg.readOnly:
 		return fmt.Errorf("%w: %s was opened read-only", ErrReadOnly, db.path)
 	}
@@ -320,6 +421,9 @@ func (db *DB) usable(a access) error {
 
 // note ends the handle on a fatal error and returns err. Callers hold mu.
 func (db *DB) note(err error) error {
+	if err != nil && fatal(err) && !strings.Contains(err.Error(), db.path) {
+		err = fmt.Errorf("%s: %w", db.path, err) // ErrCorrupt and ErrIO name the file
+	}
 	if err != nil && fatal(err) && db.failed == nil {
 		if db.vfsName != "" && errors.Is(err, ErrIO) {
 			if cause := vfs.LastError(db.vfsName); cause != nil {
@@ -330,4 +434,17 @@ func (db *DB) note(err error) error {
 		db.dead.Store(true)
 	}
 	return err
+}
+
+// readOnlyFile reports whether SQLite treats the file on conn as read-only
+// although conn was opened to write.
+func readOnlyFile(conn *sql.Conn) bool {
+	ro := false
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(interface{ IsReadOnly(string) (bool, error) }); ok {
+			ro, _ = c.IsReadOnly("main")
+		}
+		return nil
+	})
+	return ro
 }

@@ -21,7 +21,7 @@ import (
 
 // leakOps is how many verbs TestMemoryStaysFlat runs after its warm-up;
 // make it 1000000 for the full measurement (a minute or two).
-var leakOps = flag.Int("statekit.leakops", 40000, "verbs TestMemoryStaysFlat runs after warming up")
+var leakOps = flag.Int("statekit.leakops", 10000, "verbs TestMemoryStaysFlat runs after warming up")
 
 // workout runs n verbs of every kind on db over a bounded key space, so
 // the file stops growing and whatever still grows is a leak.
@@ -77,12 +77,10 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		path := filepath.Join(t.TempDir(), "leak.state")
 		opts := append(b.opts(t), state.WithSweepInterval(time.Millisecond), state.WithFlushInterval(time.Millisecond))
-		for i := 0; i < 3; i++ {
-			db, err := state.Open(path, opts...)
-			require.NoError(t, err)
-			workout(t, db, 2000) // enough writes for a background checkpoint
-			require.NoError(t, db.Close())
-		}
+		db, err := state.Open(path, opts...)
+		require.NoError(t, err)
+		workout(t, db, 1500) // enough writes for a background checkpoint
+		require.NoError(t, db.Close())
 		ro, err := state.Open(path, append(b.opts(t), state.WithReadOnly())...)
 		require.NoError(t, err)
 		workout(t, ro, 100)
@@ -95,13 +93,13 @@ func TestCloseReleasesFileDescriptors(t *testing.T) {
 	path := filepath.Join(dir, "fd.state")
 	warm, err := state.Open(path)
 	require.NoError(t, err)
-	workout(t, warm, 1500)
+	workout(t, warm, 200)
 	require.NoError(t, warm.Close())
 	foreign := filepath.Join(dir, "foreign.txt")
 	require.NoError(t, os.WriteFile(foreign, []byte("not a database, just words\n"), 0o600))
 
 	before := openFDs(t)
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 3; i++ {
 		db, err := state.Open(path)
 		require.NoError(t, err)
 		workout(t, db, 1500) // past a background checkpoint, which opens its own connection

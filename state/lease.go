@@ -141,12 +141,24 @@ func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int6
 		return db.bugLeaseTwoStatements(ctx, now, name, owner, ttl)
 	}
 	var token int64
-	err := db.st.leaseGrant.QueryRowContext(ctx, name, owner, now+ttl, now).Scan(&token)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, db.leaseHeld(ctx, now, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+	for tries := 1; ; tries++ {
+		err := db.st.leaseGrant.QueryRowContext(ctx, name, owner, now+ttl, now).Scan(&token)
+		if errors.Is(err, sql.ErrNoRows) {
+			// The holder is read in a second statement: another process may
+			// have released the lease, or lost it, in between. Report it
+			// held only as that read saw it; if it is free, ask again.
+			if err := db.leaseHeld(ctx, now, name, owner); err != nil {
+				return nil, err
+			}
+			if tries == leaseGrantTries {
+				return nil, fmt.Errorf("lease %q: %w: its holder kept changing", name, ErrBusy)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+		}
+		break
 	}
 	if token < 1 {
 		panic(fmt.Sprintf("statekit: lease %q granted token %d", name, token))
@@ -154,12 +166,25 @@ func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int6
 	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
 }
 
-// leaseHeld builds the error for a lease another owner holds.
-func (db *DB) leaseHeld(ctx context.Context, now int64, name string) error {
+// leaseGrantTries bounds how often Lease asks again when the holder it was
+// refused for is gone by the time it reads the row.
+const leaseGrantTries = 16
+
+// leaseHeld builds the error for a lease another owner holds, or returns nil
+// when the row, read now, is free or requester's own: the grant may be
+// retried.
+func (db *DB) leaseHeld(ctx context.Context, now int64, name, requester string) error {
 	var owner string
 	var token, at int64
-	if err := db.st.leaseGet.QueryRowContext(ctx, name).Scan(&owner, &token, &at); err != nil {
+	err := db.st.leaseGet.QueryRowContext(ctx, name).Scan(&owner, &token, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+	}
+	if at <= now || owner == requester {
+		return nil
 	}
 	return &LeaseHeldError{Name: name, Owner: owner, Expires: time.UnixMilli(at),
 		Left: time.Duration(at-now) * time.Millisecond}

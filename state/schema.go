@@ -77,8 +77,16 @@ func inspect(ctx context.Context, conn *sql.Conn, path string) (fileKind, error)
 
 // openError names the file in an error met while opening it.
 func openError(ctx context.Context, path string, err error) error {
-	if sqliteCode(err) == sqliteNotADB {
+	switch sqliteCode(err) {
+	case sqliteNotADB:
 		return fmt.Errorf("%w: %s is not an SQLite database", ErrNotStatekit, path)
+	case sqliteError:
+		// Every statement Open runs is a constant: an SQL error means the
+		// file's format or schema is damaged ("unsupported file format",
+		// "malformed database schema").
+		if ctx.Err() == nil {
+			return fmt.Errorf("open %s: %w: %v", path, ErrCorrupt, err)
+		}
 	}
 	return fmt.Errorf("open %s: %w", path, classify(ctx, err))
 }

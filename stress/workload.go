@@ -1,0 +1,133 @@
+package stress
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/statekit/statekit/model"
+)
+
+// The key space: small, so that processes collide on every key. Each epoch
+// of the run (Config.EpochEvery) has keys of its own, "e<epoch>/<key>", so
+// that the history of one key, which porcupine checks in time and memory
+// that grow faster than its length, stays short however long the run.
+var (
+	// plainKeys take every key verb, transactions and buffered increments.
+	plainKeys = []string{"a", "b", "c"}
+	// counterKeys take only IncrBy +1, so their final values are exact.
+	counterKeys = []string{"n0", "n1"}
+	// leaseNames are the leases holders fight over; each guards the fenced
+	// resource row of the same name.
+	leaseNames = []string{"L0", "L1"}
+)
+
+// Bounds of the workload.
+const (
+	leaseTTLMinMillis = 100 // a killed holder's lease frees itself within a second
+	leaseTTLMaxMillis = 800
+	maxUpdateOps      = 3
+	maxFlushOps       = 2
+)
+
+// keyTTLsMillis are the TTLs Set, IncrBy and Expire give: some expire
+// within a call or two, some outlive the run. Zero and below: none, or for
+// Expire, delete.
+var keyTTLsMillis = []int64{0, 0, 0, 30, 100, 300, 1000, 5000}
+
+// workload draws a worker's calls from its own seeded source.
+type workload struct {
+	rng    *rand.Rand
+	prefix string // the current epoch's key prefix
+}
+
+// pick returns one of from, in the current epoch.
+func (w *workload) pick(from []string) string { return w.prefix + from[w.rng.IntN(len(from))] }
+
+// epochPrefix is the key prefix of epoch n.
+func epochPrefix(n int64) string { return "e" + strconv.FormatInt(n, 10) + "/" }
+
+// isCounter reports whether key is a counter key of some epoch.
+func isCounter(key string) bool {
+	_, name, ok := strings.Cut(key, "/")
+	return ok && slices.Contains(counterKeys, name)
+}
+
+// value is a small integer or a short byte string; "7" collides with 7 to
+// catch a store that confuses types.
+func (w *workload) value() model.Value {
+	if w.rng.IntN(5) < 3 {
+		return model.Int(int64(w.rng.IntN(12) - 2))
+	}
+	return model.Bytes([]string{"x", "y", "7", ""}[w.rng.IntN(4)])
+}
+
+// optValue is a value or nil (absent, for CAS).
+func (w *workload) optValue(nilOneIn int) *model.Value {
+	if w.rng.IntN(nilOneIn) == 0 {
+		return nil
+	}
+	return model.Ptr(w.value())
+}
+
+func (w *workload) keyTTL() int64 { return keyTTLsMillis[w.rng.IntN(len(keyTTLsMillis))] }
+
+func (w *workload) leaseTTL() int64 {
+	return leaseTTLMinMillis + w.rng.Int64N(leaseTTLMaxMillis-leaseTTLMinMillis+1)
+}
+
+// plain returns a call of a key verb on the plain keys; inTx leaves out
+// what cannot run inside an Update.
+func (w *workload) plain(inTx bool) model.Input {
+	n := 12
+	if inTx {
+		n = 7
+	}
+	key := w.pick(plainKeys)
+	switch w.rng.IntN(n) {
+	case 0:
+		return model.Input{Kind: model.Get, Key: key}
+	case 1:
+		return model.Input{Kind: model.Set, Key: key, Value: w.value(), TTLMillis: w.keyTTL()}
+	case 2:
+		return model.Input{Kind: model.IncrBy, Key: key, Delta: int64(w.rng.IntN(7) - 3), TTLMillis: w.keyTTL()}
+	case 3:
+		return model.Input{Kind: model.CAS, Key: key, Expected: w.optValue(3), New: w.optValue(6)}
+	case 4:
+		ttl := w.keyTTL()
+		if ttl == 0 {
+			ttl = -1
+		}
+		return model.Input{Kind: model.Expire, Key: key, TTLMillis: ttl}
+	case 5:
+		return model.Input{Kind: model.TTL, Key: key}
+	case 6:
+		return model.Input{Kind: model.Del, Keys: []string{key}}
+	case 7:
+		return model.Input{Kind: model.Del, Keys: []string{key, w.pick(plainKeys)}}
+	case 8:
+		ops := make([]model.Input, 2+w.rng.IntN(maxUpdateOps-1))
+		for i := range ops {
+			ops[i] = w.plain(true)
+		}
+		return model.Input{Kind: model.Update, Ops: ops, Abort: w.rng.IntN(8) == 0}
+	case 9:
+		ops := make([]model.Input, 1+w.rng.IntN(maxFlushOps))
+		for i := range ops {
+			ops[i] = model.Input{Kind: model.IncrBy, Key: w.pick(plainKeys), Delta: int64(w.rng.IntN(5) - 1)}
+		}
+		return model.Input{Kind: model.Flush, Ops: ops}
+	case 10:
+		if w.rng.IntN(4) == 0 {
+			return model.Input{Kind: model.Sweep}
+		}
+		return model.Input{Kind: model.Get, Key: key}
+	}
+	return model.Input{Kind: model.TTL, Key: key}
+}
+
+// counter returns a +1 on a counter key.
+func (w *workload) counter() model.Input {
+	return model.Input{Kind: model.IncrBy, Key: w.pick(counterKeys), Delta: 1}
+}
