@@ -26,7 +26,7 @@ type DB struct {
 
 	sqldb      *sql.DB
 	guard      *sql.DB // a read-only connection held while Open runs (openGuard)
-	unregister func() // releases a Go VFS registered for WithFS; nil otherwise
+	unregister func()  // releases a Go VFS registered for WithFS; nil otherwise
 
 	// mu serialises every statement on conn. One connection and one lock
 	// means goroutines queue in Go instead of spinning on SQLite's lock.
