@@ -137,7 +137,20 @@ func (db *DB) prepareFile() error {
 		}
 		return oneByte(db.path, st.Size())
 	}
-	f, err := os.OpenFile(db.path, os.O_RDONLY|os.O_CREATE, 0o600)
+	// A missing file is created, but never through a symbolic link: a
+	// dangling link could point wherever its author wanted a file made.
+	// An existing file reached through a link is opened as usual.
+	flags := os.O_RDONLY | os.O_CREATE
+	if _, err := os.Stat(db.path); errors.Is(err, fs.ErrNotExist) {
+		flags |= os.O_EXCL // O_CREAT|O_EXCL never follows a final symlink
+	}
+	f, err := os.OpenFile(db.path, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, lerr := os.Lstat(db.path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("open %s: %w: a symbolic link to a missing file; statekit does not create files through links", db.path, ErrInvalidArgument)
+		}
+		f, err = os.OpenFile(db.path, os.O_RDONLY, 0) // another process created it just now
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.path, err)
 	}

@@ -182,3 +182,23 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 		assert.Equal(t, int64(1), l.Token)
 	})
 }
+
+func TestOpenNeverCreatesThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere.state")
+	link := filepath.Join(dir, "link.state")
+	require.NoError(t, os.Symlink(target, link))
+	_, err := state.Open(link)
+	assert.ErrorIs(t, err, state.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), link)
+	_, statErr := os.Stat(target)
+	assert.ErrorIs(t, statErr, fs.ErrNotExist, "nothing was created at the link's target")
+
+	// A link to an existing statekit file opens as usual.
+	db, err := state.Open(target)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	db, err = state.Open(link)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
