@@ -19,6 +19,9 @@ const (
 // schemaSQL is the documented, stable schema. Deadlines are unix
 // milliseconds; NULL in kv.expires_at means no deadline. A lease row is
 // never deleted: release sets expires_at to 0 and keeps the token.
+// meta holds 'hwm' (the time mark folded in by clean closes), one 'hwm:<n>'
+// row per open or crashed writable handle (hwm.go), 'handles' (the handle
+// counter) and 'durable_commits' (commits forced FULL by Update, tx.go).
 const schemaSQL = `
 CREATE TABLE kv (
 	key        TEXT PRIMARY KEY,
