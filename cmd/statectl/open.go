@@ -40,6 +40,25 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	return db, nil
 }
 
+// withKey opens path read-only and runs read on it for key: the shape of the
+// read verbs (get, ttl). An absent or expired key is notFound (exit 1),
+// another error names the file.
+func withKey(path, key string, read func(*state.DB) error) (err error) {
+	db, err := openRead(path)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, path, &err)
+	err = read(db)
+	if isNotFound(err) {
+		return notFound(path, key)
+	}
+	if err != nil {
+		return fileError(path, err)
+	}
+	return nil
+}
+
 // closeDB closes db and keeps the first error.
 func closeDB(db *state.DB, path string, err *error) {
 	if cerr := db.Close(); cerr != nil && *err == nil {

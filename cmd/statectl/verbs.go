@@ -28,20 +28,14 @@ v2`,
 	setup: func(fs *flag.FlagSet) func(*app, []string, []string) error {
 		return func(a *app, pos, _ []string) (err error) {
 			path, key := pos[0], pos[1]
-			db, err := openRead(path)
-			if err != nil {
+			return withKey(path, key, func(db *state.DB) error {
+				v, err := db.Get(context.Background(), key)
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(append(v.Bytes(), '\n'))
 				return err
-			}
-			defer closeDB(db, path, &err)
-			v, err := db.Get(context.Background(), key)
-			if isNotFound(err) {
-				return notFound(path, key)
-			}
-			if err != nil {
-				return fileError(path, err)
-			}
-			_, err = a.stdout.Write(append(v.Bytes(), '\n'))
-			return err
+			})
 		}
 	},
 }
@@ -66,29 +60,23 @@ $ statectl ttl app.state rate:client-42 --ms
 		ms := fs.Bool("ms", false, "print milliseconds, -1 for no deadline")
 		return func(a *app, pos, _ []string) (err error) {
 			path, key := pos[0], pos[1]
-			db, err := openRead(path)
-			if err != nil {
-				return err
-			}
-			defer closeDB(db, path, &err)
-			left, err := db.TTL(context.Background(), key)
-			if isNotFound(err) {
-				return notFound(path, key)
-			}
-			if err != nil {
-				return fileError(path, err)
-			}
-			switch {
-			case *ms && left == state.NoExpiry:
-				fmt.Fprintln(a.stdout, -1)
-			case *ms:
-				fmt.Fprintln(a.stdout, left.Milliseconds())
-			case left == state.NoExpiry:
-				fmt.Fprintln(a.stdout, "none")
-			default:
-				fmt.Fprintln(a.stdout, dur(left))
-			}
-			return nil
+			return withKey(path, key, func(db *state.DB) error {
+				left, err := db.TTL(context.Background(), key)
+				if err != nil {
+					return err
+				}
+				switch {
+				case *ms && left == state.NoExpiry:
+					fmt.Fprintln(a.stdout, -1)
+				case *ms:
+					fmt.Fprintln(a.stdout, left.Milliseconds())
+				case left == state.NoExpiry:
+					fmt.Fprintln(a.stdout, "none")
+				default:
+					fmt.Fprintln(a.stdout, dur(left))
+				}
+				return nil
+			})
 		}
 	},
 }
