@@ -47,7 +47,7 @@ var DefaultRates = Rates{
 	Pause:     0.005,
 	WallStep:  0.012,
 	IOError:   0.003,
-	SyncError: 0,
+	SyncError: 0.003,
 	DiskFull:  0.003,
 }
 

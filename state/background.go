@@ -37,7 +37,6 @@ func (b *background) start(db *DB) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		defer b.ckpt.close()
 		for {
 			select {
 			case <-b.done:

@@ -51,13 +51,14 @@ const (
 	checkpointSQL = `PRAGMA wal_checkpoint(PASSIVE)`
 )
 
-// checkpointer runs background checkpoints on its own connection, opened at
-// the first one.
+// checkpointer runs background checkpoints on its own connection, opened
+// at Open.
 type checkpointer struct {
 	kick   chan struct{} // buffered: a pending request; nil when not running
 	writes int           // writes since the last request; guarded by DB.mu
 	total  atomic.Int64  // every write counted, read without DB.mu
-	sqldb  *sql.DB       // the checkpoint connection, once opened
+	sqldb  *sql.DB       // the checkpoint connection's pool, from Open
+	conn   *sql.Conn     // the checkpoint connection, pinned: its WAL descriptor predates repairWAL
 }
 
 // wrote counts n writes (a sweep batch counts for a few: it writes several
@@ -87,15 +88,10 @@ func (c *checkpointer) wrote(n int) {
 // or corruption ends the handle, as it would on the main connection: a
 // failed sync is never retried as if nothing happened.
 func (c *checkpointer) checkpoint(db *DB) {
-	if c.sqldb == nil {
-		sqldb, err := sql.Open("sqlite", db.dsn)
-		if err != nil {
-			return
-		}
-		sqldb.SetMaxOpenConns(1)
-		c.sqldb = sqldb
-	}
 	for pass := 0; ; pass++ {
+		if db.dead.Load() {
+			return // a connection that saw a sync fail must not checkpoint
+		}
 		before := c.total.Load()
 		frames, err := c.run()
 		if err != nil {
@@ -123,11 +119,37 @@ func (c *checkpointer) checkpoint(db *DB) {
 	}
 }
 
+// open opens the checkpoint connection and has it open the WAL, at Open,
+// before repairWAL: a sync that fails from then on is reported to it
+// (walrepair.go).
+func (c *checkpointer) open(ctx context.Context, dsn string) error {
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	conn, err := sqldb.Conn(ctx)
+	if err == nil {
+		var one int
+		err = conn.QueryRowContext(ctx, `SELECT 1 FROM meta LIMIT 1`).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return errors.Join(err, sqldb.Close())
+	}
+	c.sqldb, c.conn = sqldb, conn
+	return nil
+}
+
 // run runs one passive checkpoint and returns the WAL's length in frames.
 func (c *checkpointer) run() (int64, error) {
 	ctx := context.Background()
 	var busy, frames, copied int64
-	err := c.sqldb.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
+	err := c.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
 	return frames, classify(ctx, err)
 }
 
@@ -136,8 +158,8 @@ func (c *checkpointer) close() error {
 	if c.sqldb == nil {
 		return nil
 	}
-	err := c.sqldb.Close()
-	c.sqldb = nil
+	err := errors.Join(c.conn.Close(), c.sqldb.Close())
+	c.sqldb, c.conn = nil, nil
 	return err
 }
 

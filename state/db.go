@@ -221,6 +221,14 @@ func (db *DB) open(dsn string) error {
 		if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
 			return openError(ctx, db.path, err)
 		}
+		if db.cfg.runsBackground() {
+			if err := db.bg.ckpt.open(ctx, db.dsn); err != nil {
+				return openError(ctx, db.path, err)
+			}
+		}
+		if err := db.repairWAL(ctx, conn); err != nil {
+			return fmt.Errorf("open %s: %w", db.path, err)
+		}
 		if err := checkpointAtOpen(ctx, conn, db.cfg.busyTimeout); err != nil {
 			return openError(ctx, db.path, err)
 		}
@@ -326,6 +334,7 @@ func (db *DB) releaseHandle() error {
 	if db.sqldb != nil {
 		errs = append(errs, db.sqldb.Close())
 	}
+	errs = append(errs, db.bg.ckpt.close())
 	db.closeGuard()
 	if db.unregister != nil {
 		db.unregister()
@@ -349,6 +358,12 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	if db.failed != nil && !db.cfg.readOnly {
+		// The last connection to close checkpoints, and one that saw a
+		// sync fail is never told again: mend the WAL first
+		// (walrepair.go). Best effort: the handle has failed already.
+		_ = db.repairWAL(context.Background(), db.conn)
+	}
 	foldErr := db.foldHWM(context.Background())
 	return errors.Join(flushErr, foldErr, db.releaseHandle())
 }

@@ -1,0 +1,125 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// The WAL after a failed sync (fsyncgate). When a sync of the WAL fails,
+// Linux (and faults.MemFS) keeps the frames it was to write readable in the
+// page cache but marks them clean: no later sync writes them, and only the
+// file descriptors open at the time are told, once each. The WAL then has a
+// hole the shared-memory index knows nothing of: every connection reads the
+// frames, and a checkpoint copies them into the database file, syncing the
+// WAL first "successfully". A power loss in the middle of that checkpoint
+// leaves pages of the database file newer than anything the durable WAL can
+// replay over the rest (seen: "row missing from index" after a reboot), and
+// a FULL commit appended behind the hole is lost with it.
+//
+// So a connection that may checkpoint never relies on a WAL it has not
+// seen made durable since its descriptor was opened. At Open, once every
+// connection of the handle that checkpoints has the WAL open, repairWAL
+// rewrites the WAL's bytes in place under the write lock and syncs them:
+// a hole from before is filled, and a sync that fails after it is reported
+// to those connections' descriptors, whose next checkpoint then stops at
+// its first sync, before it writes the database file. A handle that failed
+// repairs again before its connections close, since the last connection to
+// close checkpoints (and a connection that has seen its failure syncs
+// "successfully" from then on).
+
+// walSuffix ends the name of a file's WAL.
+const walSuffix = "-wal"
+
+// walChunk is how much of the WAL repairWAL reads and writes at a time.
+const walChunk = 1 << 20
+
+// repairWAL rewrites the WAL file's bytes in place and syncs them, holding
+// the write lock on conn so that no writer changes the WAL meanwhile. A
+// missing or empty WAL needs nothing. It returns ErrBusy when another
+// process holds the write lock past the busy timeout, ErrDiskFull when the
+// disk is full, and ErrIO when a read, write or sync fails.
+func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return classify(ctx, err)
+	}
+	defer func() {
+		_, rerr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		if err == nil {
+			err = classify(ctx, rerr)
+		}
+	}()
+	if err := rewriteFile(db.cfg.fs, db.path+walSuffix); err != nil {
+		if errors.Is(err, vfs.ErrNoSpace) {
+			return fmt.Errorf("%w: repairing the WAL: %w", ErrDiskFull, err)
+		}
+		return fmt.Errorf("%w: repairing the WAL: %w", ErrIO, err)
+	}
+	return nil
+}
+
+// rewriteFile reads the named file and writes every byte back where it
+// was, then syncs it, through fsys, or the operating system's files when
+// fsys is nil. A missing file is left missing.
+func rewriteFile(fsys vfs.FS, name string) error {
+	f, err := openForRewrite(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && f == nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, walChunk)
+	for off := int64(0); ; {
+		n, rerr := f.ReadAt(buf, off)
+		if n > 0 {
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return errors.Join(err, f.Close())
+			}
+			off += int64(n)
+		}
+		if errors.Is(rerr, io.EOF) || (rerr == nil && n == 0) {
+			break
+		}
+		if rerr != nil {
+			return errors.Join(rerr, f.Close())
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	return f.Close()
+}
+
+// rewritable is what rewriteFile needs of a file.
+type rewritable interface {
+	io.ReaderAt
+	io.WriterAt
+	Sync() error
+	Close() error
+}
+
+// openForRewrite opens the named file to read and write, without creating
+// it.
+func openForRewrite(fsys vfs.FS, name string) (rewritable, error) {
+	if fsys == nil {
+		// SQLite names the WAL after the file's real path.
+		real, err := filepath.EvalSymlinks(strings.TrimSuffix(name, walSuffix))
+		if err != nil {
+			return nil, err
+		}
+		return os.OpenFile(real+walSuffix, os.O_RDWR, 0)
+	}
+	if ok, err := fsys.Exists(name); err != nil || !ok {
+		return nil, err
+	}
+	return fsys.Open(name, vfs.OpenReadWrite|vfs.OpenWAL)
+}
