@@ -102,8 +102,12 @@ func (p partition) next(s pstate, st *step) []pstate {
 	}
 	nextState, out := model.Step(p.toState(s.cur), st.in)
 	c := p.fromState(nextState)
+	// A commit no power loss can come after is as good as durable: the
+	// states a loss could roll back to would never be used, and keeping
+	// them would only tell apart states that are the same (a history
+	// without power losses kept every commit of a key as a candidate).
 	if st.unknown {
-		applied := s.commit(c, st.full && certainWrite(st.in, out))
+		applied := s.commit(c, st.final || (st.full && certainWrite(st.in, out)))
 		if applied.equal(s) {
 			return []pstate{s}
 		}
@@ -112,7 +116,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 	if !st.matches(out) {
 		return nil
 	}
-	return []pstate{s.commit(c, st.durable)}
+	return []pstate{s.commit(c, st.durable || st.final)}
 }
 
 // porcupineModel returns p's porcupine model: the nondeterministic model

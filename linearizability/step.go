@@ -17,6 +17,7 @@ type step struct {
 	unknown   bool         // any answer; may or may not have taken effect
 	full      bool         // committed with FULL (for unknown outcomes)
 	durable   bool         // a durable point when it matches
+	final     bool         // called after the last power loss: no loss can roll it back
 	client    int
 	call, ret int64
 	fullOf    int // Durable events made from a FULL commit: its index, else -1
