@@ -359,10 +359,7 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	if db.failed != nil && !db.cfg.readOnly {
-		// The last connection to close checkpoints, and one that saw a
-		// sync fail is never told again: mend the WAL first
-		// (walrepair.go). Best effort: the handle has failed already.
-		_ = db.repairWAL(context.Background(), db.conn)
+		db.closeFailed()
 	}
 	foldErr := db.foldHWM(context.Background())
 	return errors.Join(flushErr, foldErr, db.releaseHandle())

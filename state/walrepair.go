@@ -32,9 +32,37 @@ import (
 // a hole from before is filled, and a sync that fails after it is reported
 // to those connections' descriptors, whose next checkpoint then stops at
 // its first sync, before it writes the database file. A handle that failed
-// repairs again before its connections close, since the last connection to
-// close checkpoints (and a connection that has seen its failure syncs
+// repairs again before its connections close, and keeps a read-only
+// connection open until they have, since the last connection to close
+// checkpoints (and a connection that has seen its failure syncs
 // "successfully" from then on).
+
+// closeFailed readies a failed handle's connections to close. The last
+// connection to close a file checkpoints it, and one that saw a sync fail
+// is never told again: so it mends the WAL (best effort: the handle failed
+// already), then opens a read-only connection that releaseHandle closes
+// last. While it is open no other connection can take the exclusive lock
+// that checkpoint needs, and a read-only one never checkpoints (openGuard
+// relies on the same). The next writable Open repairs the WAL anyway.
+// Callers hold mu.
+func (db *DB) closeFailed() {
+	ctx := context.Background()
+	_ = db.repairWAL(ctx, db.conn)
+	if db.guard != nil {
+		return
+	}
+	ro, err := sql.Open("sqlite", db.dsn+"&mode=ro")
+	if err != nil {
+		return
+	}
+	var one int
+	err = ro.QueryRowContext(ctx, `SELECT 1 FROM meta LIMIT 1`).Scan(&one)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		_ = ro.Close()
+		return
+	}
+	db.guard = ro
+}
 
 // walSuffix ends the name of a file's WAL.
 const walSuffix = "-wal"
