@@ -93,7 +93,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 			return // a connection that saw a sync fail must not checkpoint
 		}
 		before := c.total.Load()
-		frames, err := c.run()
+		frames, _, err := c.run()
 		if err != nil {
 			if fatal(err) {
 				db.mu.Lock()
@@ -114,8 +114,17 @@ func (c *checkpointer) checkpoint(db *DB) {
 	if db.closed || db.failed != nil {
 		return
 	}
-	if _, err := c.run(); err != nil && fatal(err) {
-		db.note(fmt.Errorf("checkpoint: %w", err))
+	frames, copied, err := c.run()
+	if err != nil {
+		if fatal(err) {
+			db.note(fmt.Errorf("checkpoint: %w", err))
+		}
+		return
+	}
+	// When the WAL is all in the file, the backstop counts pages from
+	// here, so it stays idle while this checkpointer keeps up.
+	if db.pages != nil && copied == frames {
+		_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
 	}
 }
 
@@ -145,12 +154,13 @@ func (c *checkpointer) open(ctx context.Context, dsn string) error {
 	return nil
 }
 
-// run runs one passive checkpoint and returns the WAL's length in frames.
-func (c *checkpointer) run() (int64, error) {
+// run runs one passive checkpoint and returns the WAL's length in frames
+// and how many of them are in the file.
+func (c *checkpointer) run() (frames, copied int64, err error) {
 	ctx := context.Background()
-	var busy, frames, copied int64
-	err := c.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
-	return frames, classify(ctx, err)
+	var busy int64
+	err = c.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
+	return frames, copied, classify(ctx, err)
 }
 
 // close closes the checkpoint connection, if one was opened.

@@ -5,6 +5,7 @@
 //	statebench                                         # every scenario: 1s a side, 3 rounds, 1M-row sweep and open
 //	statebench -benchtime 200ms -count 1 -rows 20000   # a quick run for CI
 //	statebench -run 'incr|get' -benchtime 5000x
+//	statebench -run sweep -rows 200000 -cpuprofile cpu.prof  # then go tool pprof cpu.prof
 //
 // The baseline of the single-goroutine verbs is the naive one: database/sql
 // prepared statements on the same modernc SQLite, with the same pragmas and
@@ -104,6 +105,7 @@ func run() error {
 	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")
 	runRE := flag.String("run", "", "run only the scenarios matching this regular expression")
 	sweepOrder := flag.String("sweep-order", "written", "the order the sweep's rows expire in: written (the order their keys were written) or random")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	flag.Parse()
 
 	if *sweepOrder != "written" && *sweepOrder != "random" {
@@ -123,6 +125,13 @@ func run() error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	work, err := os.MkdirTemp(*dir, "statebench-")
 	if err != nil {

@@ -69,6 +69,25 @@ func (n *naive) doIncr(ctx context.Context, key string) (int64, error) {
 	return v, err
 }
 
+// doIncrToEnd is doIncr reading the statement's rows to their end, as a
+// loop over Query does: the statement then steps to its end, where SQLite
+// runs its automatic checkpoint (every 1000 WAL pages, inline), so this
+// baseline bounds its WAL as statekit does.
+func (n *naive) doIncrToEnd(ctx context.Context, key string) (int64, error) {
+	rows, err := n.incr.QueryContext(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var v int64
+	for rows.Next() {
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+	}
+	return v, rows.Err()
+}
+
 func (n *naive) doGet(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := n.get.QueryRowContext(ctx, key, time.Now().UnixMilli()).Scan(&v)
