@@ -15,9 +15,19 @@ func openRead(path string) (*state.DB, error) {
 		return nil, err
 	}
 	db, err := state.Open(path, state.WithReadOnly(), state.WithoutBackground())
+	if errors.Is(err, state.ErrReadOnly) {
+		// The directory does not let SQLite create the -wal and -shm
+		// files it needs: read a private copy when that is exact.
+		snap, serr := openSnapshot(path)
+		switch {
+		case errors.Is(serr, errNoSnapshot):
+			return nil, exit(exitError, "%s", readOnlyOpenMessage(path, err))
+		case serr != nil:
+			return nil, fileError(path, serr)
+		}
+		return snap, nil
+	}
 	switch {
-	case errors.Is(err, state.ErrReadOnly):
-		return nil, exit(exitError, "%s", readOnlyOpenMessage(path, err))
 	case err != nil:
 		return nil, fileError(path, err)
 	}
@@ -59,8 +69,10 @@ func withKey(path, key string, read func(*state.DB) error) (err error) {
 	return nil
 }
 
-// closeDB closes db and keeps the first error.
+// closeDB closes db, and the private copy it read if any, and keeps the
+// first error.
 func closeDB(db *state.DB, path string, err *error) {
+	defer removeSnapshot(db)
 	if cerr := db.Close(); cerr != nil && *err == nil {
 		*err = fileError(path, cerr)
 	}
