@@ -112,3 +112,62 @@ func TestFailedHandleCloseSurvivesPowerLoss(t *testing.T) {
 	})
 	assert.Greater(t, cuts, 2, "the cuts fell inside the failed handle's Close, its WAL repair included")
 }
+
+// TestBackgroundCheckpointAfterSyncErrorStops: the background checkpointer
+// has its own connection, and it must have the WAL open before another
+// process's WAL sync fails: then its own next sync reports the failure and
+// it stops before writing the file. Had it opened the WAL after the
+// failure (lazily, at its first checkpoint), its sync would succeed and it
+// would copy the never-synced frames into the file, where a power cut in
+// the middle leaves pages newer than the rest. The power is cut at each
+// disk call after the checkpoint is due in turn; the file must stay sound.
+func TestBackgroundCheckpointAfterSyncErrorStops(t *testing.T) {
+	ctx := context.Background()
+	const writes = 4000 // checkpointEvery: the write that asks for a background checkpoint
+	for at := int64(1); at <= 3; at++ {
+		m := faults.NewMemFS(uint64(at))
+		clock := newClock()
+		open := func(pid int, opts ...state.Option) *state.DB {
+			db, err := state.Open("/sim/bg.state", append([]state.Option{state.WithFS(m.Process(pid)), state.WithClock(clock)}, opts...)...)
+			require.NoError(t, err)
+			return db
+		}
+		p1 := open(1, state.WithoutBackground())
+		p2 := open(2, state.WithSweepInterval(0), state.WithFlushInterval(0))
+		for i := range syncErrorKeys {
+			require.NoError(t, p1.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300), state.TTL(time.Hour)))
+		}
+		m.FailAt(faults.OpSync, 1)
+		_, err := p1.Lease(ctx, "job", "a", time.Minute)
+		require.ErrorIs(t, err, state.ErrIO)
+		m.Crash(1)
+
+		for i := range writes - 2 {
+			_, err := p2.Incr(ctx, "n")
+			require.NoError(t, err, "write %d", i)
+		}
+		// The last write, which asks for the checkpoint, makes as many disk
+		// calls as the one before it: the cut falls after them.
+		before := m.Stats().Mutations()
+		_, err = p2.Incr(ctx, "n")
+		require.NoError(t, err)
+		m.PowerLossAt(m.Stats().Mutations()-before+at, faults.LossKeep)
+		_, err = p2.Incr(ctx, "n") // asks for the checkpoint
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			_, err := p2.Get(ctx, "n")
+			return errors.Is(err, state.ErrIO) || !m.Powered()
+		}, 20*time.Second, time.Millisecond, "the checkpoint met the failed sync or the power cut")
+		_ = p2.Close()
+		if m.Powered() {
+			m.PowerLoss(faults.LossKeep)
+		}
+		m.Reboot()
+		after := open(9, state.WithoutBackground())
+		findings, err := after.Check(ctx)
+		require.NoError(t, err)
+		require.Empty(t, findings, "keep cut at call %d after the checkpoint was due", at)
+		requirePrefix(t, after, fmt.Sprintf("cut at call %d", at))
+		require.NoError(t, after.Close())
+	}
+}
