@@ -103,7 +103,7 @@ func (db *DB) Release(ctx context.Context, l *Lease) error {
 }
 
 // pagesWritten returns how many pages the handle's connection has written
-// since the count was last reset (checkpointIfDue resets it), or -1 when it
+// since the count was last reset (by a checkpoint: checkpoint.go), or -1 when it
 // cannot tell. Callers hold mu.
 func (db *DB) pagesWritten() int {
 	if db.pages == nil {
