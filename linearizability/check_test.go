@@ -179,6 +179,20 @@ func TestPowerLossHistories(t *testing.T) {
 			PowerLossAt(7),
 			do(0, 10, 11, t0+1, get("a"), val(model.Int(2))),
 		}},
+		{name: "a commit between two power losses can be rolled back by the second", verdict: Ok, history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			PowerLossAt(5),
+			do(0, 10, 11, t0+1, set("a", model.Int(2)), ok),
+			PowerLossAt(15),
+			do(0, 20, 21, t0+2, get("a"), val(model.Int(1))),
+		}},
+		{name: "after the last power loss nothing rolls back", verdict: Illegal, partition: "k:a", mentions: "spec: 2", history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			PowerLossAt(5),
+			do(0, 10, 11, t0+1, set("a", model.Int(2)), ok),
+			do(0, 12, 13, t0+1, incr("b"), n(1)),
+			do(0, 14, 15, t0+1, get("a"), val(model.Int(1))),
+		}},
 		{name: "nothing never written survives", verdict: Illegal, partition: "k:a", mentions: "power loss", history: []Op{
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
 			do(0, 3, 4, t0, set("a", model.Int(2)), ok),
