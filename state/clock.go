@@ -21,22 +21,39 @@ type Clock interface {
 // deadlines by at most that much.
 const hwmLeadMillis = 500
 
+// hwmLeadAheadMillis is the lead of a handle whose time started from a
+// mark ahead of the wall clock: a process killed before closing leaves its
+// mark up to a lead past the time it used, and the next one starts there.
+// Processes killed again and again soon after they start would push time
+// ahead a full lead each; a short lead while ahead keeps that creep small,
+// for a mark write every 50 ms of use instead of 500.
+const hwmLeadAheadMillis = 50
+
 // engineTime turns the injected clock into the engine's time: the larger of
 // the wall clock at open and the file's high-water mark, advanced by the
 // monotonic clock since open. A wall step while running changes nothing.
 type engineTime struct {
 	clock      Clock
 	baseMillis int64         // max(wall at open, high-water mark)
+	ahead      bool          // the mark was ahead of the wall clock at open
 	monoAtOpen time.Duration // clock.Monotonic() at open
 	lastMillis int64         // the latest time a verb used, never goes back
 }
 
 func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) engineTime {
-	base := c.Wall().UnixMilli()
+	base, ahead := c.Wall().UnixMilli(), false
 	if hwmMillis > base && !ignoreHWM {
-		base = hwmMillis
+		base, ahead = hwmMillis, true
 	}
-	return engineTime{clock: c, baseMillis: base, monoAtOpen: c.Monotonic(), lastMillis: base}
+	return engineTime{clock: c, baseMillis: base, ahead: ahead, monoAtOpen: c.Monotonic(), lastMillis: base}
+}
+
+// leadMillis is how far ahead of the time used the handle writes its mark.
+func (e *engineTime) leadMillis() int64 {
+	if e.ahead {
+		return hwmLeadAheadMillis
+	}
+	return hwmLeadMillis
 }
 
 // peekMillis returns the engine's time in unix milliseconds without

@@ -49,14 +49,15 @@ func (db *DB) loadHWM(ctx context.Context) error {
 	return nil
 }
 
-// advanceHWM moves this handle's mark hwmLeadMillis ahead once now reaches
-// it. Callers hold mu.
+// advanceHWM moves this handle's mark a lead ahead (hwmLeadMillis, or
+// hwmLeadAheadMillis for a handle that started ahead of the wall clock)
+// once now reaches it. Callers hold mu.
 func (db *DB) advanceHWM(ctx context.Context, now int64) error {
 	if db.hwmKey == "" || now < db.hwmMillis {
 		return nil
 	}
 	var v int64
-	if err := db.st.hwmSet.QueryRowContext(ctx, db.hwmKey, now+hwmLeadMillis).Scan(&v); err != nil {
+	if err := db.st.hwmSet.QueryRowContext(ctx, db.hwmKey, now+db.time.leadMillis()).Scan(&v); err != nil {
 		return classify(ctx, err)
 	}
 	if v < now {

@@ -48,9 +48,11 @@ FROM kv`
 	statsLeasesSQL = `SELECT count(*) FILTER (WHERE expires_at > ?1), count(*) FROM leases`
 )
 
-// HighWaterLead is how far ahead of the engine's time a running writer keeps
-// the file's high-water mark. A mark further ahead of the wall clock than
-// this means the wall clock stepped back (or a writer's clock ran ahead).
+// HighWaterLead is the furthest ahead of the engine's time a running writer
+// keeps the file's high-water mark (a writer that started from a mark ahead
+// of the wall clock keeps a shorter lead). A mark further ahead of the wall
+// clock than this means the wall clock stepped back, a writer's clock ran
+// ahead, or processes were killed again and again.
 const HighWaterLead = hwmLeadMillis * time.Millisecond
 
 // KeyInfo is one row of the key table, as Scan reports it.

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -117,4 +119,31 @@ func TestEngineNeverReadsTheClock(t *testing.T) {
 		checked++
 	}
 	assert.Greater(t, checked, 10, "the engine's files were found")
+}
+
+// TestCrashLoopTimeCreepIsBounded: a process killed before its handle
+// closes leaves its time mark up to the lead past the time it used, and the
+// next one starts there. Processes killed again and again, the wall clock
+// standing still, must not push time ahead by a full lead each: a handle
+// that starts ahead of the wall clock keeps its mark only a short lead
+// ahead.
+func TestCrashLoopTimeCreepIsBounded(t *testing.T) {
+	ctx := context.Background()
+	m := faults.NewMemFS(3)
+	clock := newClock()
+	const kills = 10
+	for pid := 1; pid <= kills; pid++ {
+		db, err := state.Open("/sim/loop.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+		require.NoError(t, err)
+		_, err = db.Get(ctx, "k") // uses a time: the mark moves ahead of it
+		require.ErrorIs(t, err, state.ErrNotFound)
+		m.Crash(pid)
+		_ = db.Close() // fails: the process is dead, its mark stays
+	}
+	db, err := state.Open("/sim/loop.state", state.WithFS(m.Process(kills+1)), state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	ahead := db.Now().Sub(clock.Wall())
+	t.Logf("after %d kills, time is %v ahead of the wall clock", kills, ahead)
+	assert.LessOrEqual(t, ahead, 2*state.HighWaterLead, "time crept a lead per kill")
 }
