@@ -132,23 +132,9 @@ func (c *checkpointer) checkpoint(db *DB) {
 // before repairWAL: a sync that fails from then on is reported to it
 // (walrepair.go).
 func (c *checkpointer) open(ctx context.Context, dsn string) error {
-	sqldb, err := sql.Open("sqlite", dsn)
+	sqldb, conn, err := openWALConn(ctx, dsn)
 	if err != nil {
 		return err
-	}
-	conn, err := sqldb.Conn(ctx)
-	if err == nil {
-		var one int
-		err = conn.QueryRowContext(ctx, `SELECT 1 FROM meta LIMIT 1`).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = nil
-		}
-	}
-	if err != nil {
-		if conn != nil {
-			conn.Close()
-		}
-		return errors.Join(err, sqldb.Close())
 	}
 	c.sqldb, c.conn = sqldb, conn
 	return nil

@@ -16,7 +16,9 @@ import (
 // deletes its own, so a short-lived process does not push the next one's
 // time ahead: only a crash leaves a row up to hwmLeadMillis ahead of the
 // time actually used. At open, time starts at the larger of the wall clock
-// and every mark in the file.
+// and every mark in the file; a handle that starts from a mark ahead of the
+// wall clock keeps its own only hwmLeadAheadMillis ahead, so processes
+// killed again and again add little each.
 const (
 	// handleSQL numbers a new writable handle.
 	handleSQL = `INSERT INTO meta(k, v) VALUES ('handles', 1)

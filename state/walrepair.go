@@ -51,17 +51,32 @@ func (db *DB) closeFailed() {
 	if db.guard != nil {
 		return
 	}
-	ro, err := sql.Open("sqlite", db.dsn+"&mode=ro")
+	ro, conn, err := openWALConn(ctx, db.dsn+"&mode=ro")
 	if err != nil {
 		return
 	}
-	var one int
-	err = ro.QueryRowContext(ctx, `SELECT 1 FROM meta LIMIT 1`).Scan(&one)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		_ = ro.Close()
-		return
-	}
+	_ = conn.Close() // back to the pool, where it stays open
 	db.guard = ro
+}
+
+// openWALConn opens a one-connection pool on dsn and a connection from it
+// that has read the file, so that it has the WAL open.
+func openWALConn(ctx context.Context, dsn string) (*sql.DB, *sql.Conn, error) {
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	sqldb.SetMaxOpenConns(1)
+	conn, err := sqldb.Conn(ctx)
+	if err != nil {
+		return nil, nil, errors.Join(err, sqldb.Close())
+	}
+	var one int
+	err = conn.QueryRowContext(ctx, `SELECT 1 FROM meta LIMIT 1`).Scan(&one)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, errors.Join(err, conn.Close(), sqldb.Close())
+	}
+	return sqldb, conn, nil
 }
 
 // walSuffix ends the name of a file's WAL.

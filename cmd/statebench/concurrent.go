@@ -12,6 +12,12 @@ import (
 // parallel runs op from g goroutines until the budget is spent (a count
 // budget is shared out among them) and times every call.
 func parallel(b budget, g int, op func() error) (sample, error) {
+	return spread(b, g, func(per budget) (sample, error) { return loop(per, op) }, nil)
+}
+
+// spread runs run from g goroutines, each with its share of the budget, then
+// finish (if not nil) inside the time measured, and merges their samples.
+func spread(b budget, g int, run func(per budget) (sample, error), finish func() error) (sample, error) {
 	per := b
 	if b.n > 0 {
 		per.n = max(1, b.n/int64(g))
@@ -25,7 +31,7 @@ func parallel(b budget, g int, op func() error) (sample, error) {
 	start := time.Now()
 	for range g {
 		wg.Go(func() {
-			s, err := loop(per, op)
+			s, err := run(per)
 			mu.Lock()
 			defer mu.Unlock()
 			all.merge(s)
@@ -33,6 +39,9 @@ func parallel(b budget, g int, op func() error) (sample, error) {
 		})
 	}
 	wg.Wait()
+	if finish != nil {
+		errs = append(errs, finish())
+	}
 	all.elapsed = time.Since(start)
 	return all, errors.Join(errs...)
 }
@@ -111,30 +120,10 @@ func runBuffered(e *env) ([]Result, error) {
 	buffered := func(b budget) (sample, error) {
 		round++
 		key := fmt.Sprintf("buffered:%d", round)
-		per := b
-		if b.n > 0 {
-			per.n = max(1, b.n/int64(g))
-		}
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			all  sample
-			errs []error
-		)
-		start := time.Now()
-		for range g {
-			wg.Go(func() {
-				s, err := sampledLoop(per, func() error { return db.IncrBuffered(key, 1) })
-				mu.Lock()
-				defer mu.Unlock()
-				all.merge(s)
-				errs = append(errs, err)
-			})
-		}
-		wg.Wait()
-		errs = append(errs, db.Flush(e.ctx)) // the time to reach the file counts
-		all.elapsed = time.Since(start)
-		if err := errors.Join(errs...); err != nil {
+		all, err := spread(b, g, func(per budget) (sample, error) {
+			return sampledLoop(per, func() error { return db.IncrBuffered(key, 1) })
+		}, func() error { return db.Flush(e.ctx) }) // the time to reach the file counts
+		if err != nil {
 			return all, err
 		}
 		v, err := db.Get(e.ctx, key)
