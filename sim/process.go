@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
@@ -102,7 +103,7 @@ func (w *world) start(p *process) bool {
 	p.injected = before.InjectedErrors
 	clock := &procClock{w: w, startTrue: w.trueMillis}
 	db, err := state.Open(dbPath, state.WithFS(w.m.Process(p.pid)), state.WithClock(clock),
-		state.WithoutBackground(), state.WithPlantedBugs(w.cfg.Bugs))
+		state.WithoutBackground(), hooks.Option(hooks.Engine{Bugs: w.cfg.Bugs}).(state.Option))
 	w.stats.Opens++
 	if err != nil {
 		w.logf("p%d open failed: %s", p.pid, errClass(err))

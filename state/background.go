@@ -3,19 +3,23 @@ package state
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// background runs the production goroutines: a sweeper and a flusher on
-// real-time tickers, and a checkpointer (see checkpoint.go). The first two
-// only call Sweep and Flush, which a simulator calls itself at virtual times
-// after WithoutBackground; without the checkpointer, SQLite checkpoints on
-// the main connection as it always does.
+// background runs the production goroutines: a sweeper and a flusher that
+// wait through the Clock (see Sleeper), and a checkpointer (see
+// checkpoint.go). The first two only call Sweep and Flush. Without the
+// checkpointer, SQLite checkpoints on the main connection as it always
+// does. Under a simulator's scheduler (internal/hooks) every goroutine is
+// started, and every wait decided, by the scheduler.
 type background struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
-	ckpt checkpointer
+	done    chan struct{}
+	stopped atomic.Bool // done is closed: read by a scheduler's ready
+	running atomic.Int32
+	wg      sync.WaitGroup
+	once    sync.Once
+	ckpt    checkpointer
 }
 
 // runsBackground reports whether the configuration asks for background goroutines.
@@ -28,47 +32,91 @@ func (b *background) start(db *DB) {
 		return
 	}
 	if d := db.cfg.sweepInterval; d > 0 {
-		b.every(d, func() { _, _ = db.Sweep(context.Background()) })
+		b.every(db, "sweeper", d, func() { _, _ = db.Sweep(context.Background()) })
 	}
 	if d := db.cfg.flushInterval; d > 0 {
-		b.every(d, func() { _ = db.Flush(context.Background()) })
+		b.every(db, "flusher", d, func() { _ = db.Flush(context.Background()) })
 	}
 	b.ckpt.kick = make(chan struct{}, 1)
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-b.ckpt.kick:
-				b.ckpt.checkpoint(db)
-			}
+	b.ckpt.every = db.cfg.checkpointEvery
+	b.spawn(db, "checkpointer", func() {
+		for b.waitKick(db) {
+			b.ckpt.checkpoint(db)
 		}
-	}()
+	})
 }
 
-// every calls fn every d until stop. Errors are not lost: a fatal one ends
-// the handle and the next call reports it; a busy flush keeps its deltas.
-func (b *background) every(d time.Duration, fn func()) {
+// spawn runs fn on a goroutine of its own, or of the scheduler's.
+func (b *background) spawn(db *DB, name string, fn func()) {
 	b.wg.Add(1)
-	go func() {
+	b.running.Add(1)
+	run := func() {
 		defer b.wg.Done()
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-t.C:
-				fn()
-			}
+		defer b.running.Add(-1)
+		fn()
+	}
+	if s := db.cfg.sched; s != nil {
+		s.Go(name, run)
+		return
+	}
+	go run()
+}
+
+// every calls fn every d of the clock until stop. Errors are not lost: a
+// fatal one ends the handle and the next call reports it; a busy flush
+// keeps its deltas.
+func (b *background) every(db *DB, name string, d time.Duration, fn func()) {
+	b.spawn(db, name, func() {
+		for b.sleep(db, d) {
+			fn()
 		}
-	}()
+	})
+}
+
+// sleep waits d, through the clock if it is a Sleeper, and reports false
+// once stop has begun.
+func (b *background) sleep(db *DB, d time.Duration) bool {
+	if s, ok := db.cfg.clock.(Sleeper); ok {
+		return s.Sleep(d, b.done) && !b.stopped.Load()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-b.done:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// waitKick waits for a checkpoint request and reports false once stop has
+// begun.
+func (b *background) waitKick(db *DB) bool {
+	if s := db.cfg.sched; s != nil {
+		s.Wait(func() bool { return len(b.ckpt.kick) > 0 || b.stopped.Load() })
+		if b.stopped.Load() {
+			return false
+		}
+		<-b.ckpt.kick
+		return true
+	}
+	select {
+	case <-b.done:
+		return false
+	case <-b.ckpt.kick:
+		return true
+	}
 }
 
 // stop ends the goroutines and waits for them. It is safe to call twice.
-func (b *background) stop() {
-	b.once.Do(func() { close(b.done) })
+func (b *background) stop(db *DB) {
+	b.once.Do(func() {
+		b.stopped.Store(true)
+		close(b.done)
+	})
+	if s := db.cfg.sched; s != nil {
+		s.Wait(func() bool { return b.running.Load() == 0 })
+		return
+	}
 	b.wg.Wait()
 }

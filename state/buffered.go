@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/statekit/statekit/internal/hooks"
 )
 
 // buffer holds increments not yet written.
@@ -85,14 +87,36 @@ func (b *buffer) restore(d map[string]int64) {
 // wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
 // cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
 // buffer for the next flush; after an I/O error they are lost with the handle.
+// Flush returns ErrClosed after Close.
 func (db *DB) Flush(ctx context.Context) error {
-	if db.dead.Load() && !db.buf.isClosed() {
+	if db.buf.isClosed() {
+		return ErrClosed
+	}
+	if db.dead.Load() {
 		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file", ErrIO, db.path)
 	}
-	d := db.buf.take()
+	return db.flushTaken(ctx, db.buf.take(), true)
+}
+
+// flushTaken writes deltas taken from the buffer and, when restore says so,
+// puts back what it could not write, adding to what was buffered meanwhile.
+func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) error {
+	if len(d) == 0 {
+		return nil
+	}
+	var end func(int64, error, bool)
+	var now int64
+	if o := db.cfg.flushes; o != nil {
+		end = o.Flushing(maps.Clone(d))
+		ctx = hooks.WithNow(ctx, func(ms int64) { now = ms })
+	}
 	err := db.flush(ctx, d)
-	if err != nil && errors.Is(err, errNotWritten) {
+	restored := restore && err != nil && errors.Is(err, errNotWritten)
+	if restored {
 		db.buf.restore(d)
+	}
+	if end != nil {
+		end(now, err, restored)
 	}
 	return err
 }

@@ -55,6 +55,7 @@ const (
 // at Open.
 type checkpointer struct {
 	kick   chan struct{} // buffered: a pending request; nil when not running
+	every  int           // writes between two requests (checkpointEvery)
 	writes int           // writes since the last request; guarded by DB.mu
 	total  atomic.Int64  // every write counted, read without DB.mu
 	sqldb  *sql.DB       // the checkpoint connection's pool, from Open
@@ -62,7 +63,7 @@ type checkpointer struct {
 }
 
 // wrote counts n writes (a sweep batch counts for a few: it writes several
-// pages) and asks for a checkpoint every checkpointEvery. Callers hold
+// pages) and asks for a checkpoint every c.every. Callers hold
 // DB.mu.
 func (c *checkpointer) wrote(n int) {
 	if c.kick == nil {
@@ -70,7 +71,7 @@ func (c *checkpointer) wrote(n int) {
 	}
 	c.total.Add(int64(n))
 	c.writes += n
-	if c.writes < checkpointEvery {
+	if c.writes < c.every {
 		return
 	}
 	c.writes = 0
@@ -96,7 +97,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 		frames, _, err := c.run()
 		if err != nil {
 			if fatal(err) {
-				db.mu.Lock()
+				db.lock()
 				db.note(fmt.Errorf("checkpoint: %w", err))
 				db.unlock()
 			}
@@ -109,7 +110,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 			return
 		}
 	}
-	db.mu.Lock()
+	db.lock()
 	defer db.unlock()
 	if db.closed || db.failed != nil {
 		return

@@ -13,6 +13,16 @@ type Clock interface {
 	Monotonic() time.Duration
 }
 
+// Sleeper is an optional interface a Clock may implement, as io.WriterTo is
+// to io.Writer: the engine's background goroutines (the sweeper, the
+// flusher) wait through it, so a simulated clock decides when they run.
+// Without it they wait on the operating system's timers.
+type Sleeper interface {
+	// Sleep waits until d has passed on the clock's monotonic time, or
+	// until stop is closed, and reports whether d passed.
+	Sleep(d time.Duration, stop <-chan struct{}) bool
+}
+
 // hwmLeadMillis is how far ahead of the engine's time the high-water mark is
 // written. The mark is rewritten only when the engine's time reaches it, so
 // at most one extra write per lead, and the file always holds a mark at or

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -346,13 +347,13 @@ func (db *DB) releaseHandle() error {
 // file. Every later call, Close included, returns ErrClosed. Close returns
 // the flush's error, if any, after closing anyway.
 func (db *DB) Close() error {
-	db.bg.stop()
+	db.bg.stop(db)
 	d, open := db.buf.close()
 	if !open {
 		return ErrClosed
 	}
-	flushErr := db.flush(context.Background(), d)
-	db.mu.Lock()
+	flushErr := db.flushTaken(context.Background(), d, false)
+	db.lock()
 	defer db.unlock()
 	if db.closed {
 		return ErrClosed
@@ -372,7 +373,7 @@ func (db *DB) Path() string { return db.path }
 // the file's high-water mark, advanced by the monotonic clock since open.
 // It is the now every verb uses for deadlines.
 func (db *DB) Now() time.Time {
-	db.mu.Lock()
+	db.lock()
 	defer db.unlock()
 	return time.UnixMilli(db.time.peekMillis())
 }
@@ -398,7 +399,7 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
-	db.mu.Lock()
+	db.lock()
 	defer db.unlock()
 	if err := db.usable(a); err != nil {
 		return err
@@ -428,7 +429,18 @@ func (db *DB) claimTime(ctx context.Context) (int64, error) {
 	if err := db.advanceHWM(ctx, now); err != nil {
 		return 0, db.note(err)
 	}
+	hooks.NoteNow(ctx, now)
 	return now, nil
+}
+
+// lock takes mu: through the scheduler when one runs the handle, so that
+// taking the lock is a point where another goroutine may run first.
+func (db *DB) lock() {
+	if s := db.cfg.sched; s != nil {
+		s.Wait(db.mu.TryLock)
+		return
+	}
+	db.mu.Lock()
 }
 
 // usable reports why the handle cannot run a verb now, or nil. Callers hold mu.

@@ -62,7 +62,7 @@ func TestLeaseGrantSurvivesPowerLoss(t *testing.T) {
 
 			// The check can fail: with grants committed NORMAL, the power
 			// loss takes the grant and its token is handed out again.
-			first, next = grantThenLosePower(t, grant, state.WithPlantedBugs(bugs.Set{}.With(bugs.LeaseNormalSync)))
+			first, next = grantThenLosePower(t, grant, planted(bugs.Set{}.With(bugs.LeaseNormalSync)))
 			assert.Equal(t, first, next, "lease-normal-sync reissues the token")
 		})
 	}

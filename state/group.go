@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/statekit/statekit/internal/hooks"
 )
 
 // Group commit. The simple write verbs (Incr and the other increments, Set,
@@ -131,6 +133,9 @@ func (db *DB) doQueued(ctx context.Context, a access, fn func(now int64) error) 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
+	if s := db.cfg.sched; s != nil {
+		s.Wait(nil) // joining the queue is a scheduling point
+	}
 	p := &pending{ctx: ctx, a: a, fn: fn, wake: make(chan struct{}, 1)}
 	alone := db.q.push(p)
 	// A sweep batch takes the lock at once only if no verb is queued
@@ -151,6 +156,9 @@ const followPoll = time.Millisecond
 // follow waits until p has run, or its caller is appointed to lead and
 // runs it.
 func (db *DB) follow(p *pending) error {
+	if db.cfg.sched != nil {
+		return db.followScheduled(p)
+	}
 	t := time.NewTimer(followPoll)
 	defer t.Stop()
 	for {
@@ -174,6 +182,24 @@ func (db *DB) follow(p *pending) error {
 	}
 }
 
+// followScheduled is follow under a scheduler: p's caller waits until p
+// has run, or until it may lead (appointed, or, as follow's poll, the lock
+// is free) and has taken the lock.
+func (db *DB) followScheduled(p *pending) error {
+	leading := false
+	db.cfg.sched.Wait(func() bool {
+		if p.state.Load() == opDone {
+			return true
+		}
+		leading = db.mu.TryLock()
+		return leading
+	})
+	if leading {
+		db.lead(p)
+	}
+	return p.err
+}
+
 // unlock releases mu and appoints the caller of the oldest queued verb to
 // lead next. After unlocking: a verb queued after the look found the lock
 // free, or held by a holder that looks again when it unlocks.
@@ -193,7 +219,11 @@ func (db *DB) lead(p *pending) {
 			// Others called while the lock was held: the callers of the
 			// last group are likely runnable on this thread, about to
 			// queue their next verb. Let them, so it joins this group.
-			runtime.Gosched()
+			if s := db.cfg.sched; s != nil {
+				s.Wait(nil)
+			} else {
+				runtime.Gosched()
+			}
 		}
 		ops := db.q.take()
 		if len(ops) == 0 {
@@ -237,6 +267,9 @@ func (db *DB) runGroup(ops []*pending) {
 			o.finish(err)
 		}
 		return
+	}
+	for _, o := range ops {
+		hooks.NoteNow(o.ctx, now)
 	}
 	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
 		return

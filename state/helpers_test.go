@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/statekit/statekit/state/vfs"
 	"github.com/stretchr/testify/require"
@@ -17,6 +19,11 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newClock() *faults.Clock { return faults.NewClock(t0) }
+
+// planted plants bugs through the engine's internal hooks.
+func planted(s bugs.Set) state.Option {
+	return hooks.Option(hooks.Engine{Bugs: s}).(state.Option)
+}
 
 // backend is one way to reach the file: every verb test runs on each.
 type backend struct {

@@ -176,7 +176,7 @@ func TestModelTestCatchesPlantedBugs(t *testing.T) {
 		bugs.ReleaseDeletes, bugs.SweepEarly, bugs.IncrTwoStatements} {
 		t.Run(bug.String(), func(t *testing.T) {
 			rec := &failRecorder{TB: t, name: "canary-" + bug.String()}
-			rapid.Check(rec, modelProperty(t, backends[0], state.WithPlantedBugs(bugs.Set{}.With(bug))))
+			rapid.Check(rec, modelProperty(t, backends[0], planted(bugs.Set{}.With(bug))))
 			assert.True(t, rec.failed, "the model test did not notice %s", bug)
 		})
 	}

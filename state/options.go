@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state/vfs"
 )
 
@@ -40,6 +41,13 @@ type config struct {
 	background    bool
 	readOnly      bool
 	bugs          bugs.Set
+
+	// Set only through internal/hooks, by statekit's own simulator and
+	// stress tests.
+	sched            hooks.Scheduler     // nil: real goroutines and locks
+	flushes          hooks.FlushObserver // nil: none
+	checkpointEvery  int                 // writes between background checkpoints
+	inlineSweepEvery int                 // writes between inline sweep batches
 }
 
 func defaultConfig() config {
@@ -49,6 +57,23 @@ func defaultConfig() config {
 		sweepInterval: DefaultSweepInterval,
 		flushInterval: DefaultFlushInterval,
 		background:    true,
+
+		checkpointEvery:  checkpointEvery,
+		inlineSweepEvery: inlineSweepEvery,
+	}
+}
+
+func init() {
+	hooks.Option = func(e hooks.Engine) any {
+		return Option(func(cfg *config) {
+			cfg.bugs, cfg.sched, cfg.flushes = e.Bugs, e.Sched, e.Flushes
+			if e.CheckpointEvery > 0 {
+				cfg.checkpointEvery = e.CheckpointEvery
+			}
+			if e.InlineSweepEvery > 0 {
+				cfg.inlineSweepEvery = e.InlineSweepEvery
+			}
+		})
 	}
 }
 
@@ -98,11 +123,6 @@ func WithoutBackground() Option { return func(cfg *config) { cfg.background = fa
 // statekit file, nothing in it is created, changed or advanced (not even the
 // high-water mark), and every write verb fails with ErrReadOnly.
 func WithReadOnly() Option { return func(cfg *config) { cfg.readOnly = true } }
-
-// WithPlantedBugs makes the engine wrong on purpose, for statekit's own
-// simulator and stress tests, which must show that their checks catch it.
-// Code outside this module cannot build its argument.
-func WithPlantedBugs(s bugs.Set) Option { return func(cfg *config) { cfg.bugs = s } }
 
 // WriteOption configures one write verb.
 type WriteOption func(*writeConfig)

@@ -365,7 +365,7 @@ func plOptions(ctl plControl) []state.Option {
 	if ctl.bugs.Empty() {
 		return nil
 	}
-	return []state.Option{state.WithPlantedBugs(ctl.bugs)}
+	return []state.Option{planted(ctl.bugs)}
 }
 
 // open starts process p (0-based; its pid is p+1).

@@ -115,7 +115,7 @@ func (db *DB) afterWrite(ctx context.Context, now int64) {
 		return
 	}
 	db.writes++
-	if db.writes < inlineSweepEvery {
+	if db.writes < db.cfg.inlineSweepEvery {
 		return
 	}
 	db.writes = 0

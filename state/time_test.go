@@ -63,7 +63,7 @@ func TestRestartWithWallBehindResumesFromMark(t *testing.T) {
 
 func TestNoHWMBugStretchesDeadlines(t *testing.T) {
 	f := newFixture(t, backends[0])
-	left := restartBehind(t, f, state.WithPlantedBugs(bugs.Set{}.With(bugs.NoHWM)))
+	left := restartBehind(t, f, planted(bugs.Set{}.With(bugs.NoHWM)))
 	assert.Greater(t, left, time.Hour, "without the mark, a wall clock behind stretches the TTL")
 }
 

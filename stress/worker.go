@@ -15,6 +15,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/drive"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
@@ -110,7 +111,7 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	}
 	defer w.journal.Close()
 	w.db, err = state.Open(cfg.Path, state.WithClock(w.clock), state.WithoutBackground(),
-		state.WithBusyTimeout(workerBusyTimeout), state.WithPlantedBugs(planted))
+		state.WithBusyTimeout(workerBusyTimeout), hooks.Option(hooks.Engine{Bugs: planted}).(state.Option))
 	if err != nil {
 		return err
 	}

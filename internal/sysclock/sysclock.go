@@ -17,3 +17,16 @@ func (c *Clock) Wall() time.Time { return time.Now().Round(0) }
 
 // Monotonic returns the time elapsed since New, from the monotonic clock.
 func (c *Clock) Monotonic() time.Duration { return time.Since(c.start) }
+
+// Sleep waits d on a real timer, or until stop is closed, and reports
+// whether d passed.
+func (c *Clock) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,80 @@
+// Package hooks is how statekit's own simulator and stress tests reach
+// inside the engine: planted bugs, a scheduler that owns every goroutine and
+// lock of a handle, an observer of the times verbs run at and of buffered
+// flushes, and denser cadences for background work. It is internal, so no
+// application can set any of it, and package state's documentation shows
+// none of it.
+package hooks
+
+import (
+	"context"
+
+	"github.com/statekit/statekit/internal/bugs"
+)
+
+// Engine is what the simulator or the stress test sets on one handle. The
+// zero Engine changes nothing.
+type Engine struct {
+	// Bugs are the planted bugs compiled into the engine.
+	Bugs bugs.Set
+	// Sched, when not nil, runs the handle's goroutines and decides every
+	// wait: taking the handle's lock, waiting in the group-commit queue,
+	// the background goroutines' waits. Nil means real goroutines and
+	// locks.
+	Sched Scheduler
+	// Flushes, when not nil, is told of every flush of buffered
+	// increments, background ones included.
+	Flushes FlushObserver
+	// CheckpointEvery, when above 0, replaces the number of writes between
+	// two background checkpoints, so that a short simulated run reaches
+	// them.
+	CheckpointEvery int
+	// InlineSweepEvery, when above 0, replaces the number of writes between
+	// two inline sweep batches.
+	InlineSweepEvery int
+}
+
+// Option turns an Engine into a state.Option (returned as any: this
+// package cannot name state's types). Package state sets it in its init.
+var Option func(Engine) any
+
+// Scheduler owns the goroutines and waits of a handle, so that one seed
+// decides their interleaving. Exactly one goroutine under a Scheduler runs
+// at a time; each gives the turn back at every wait.
+type Scheduler interface {
+	// Go runs fn on a new goroutine under the scheduler. name says what it
+	// is (for traces).
+	Go(name string, fn func())
+	// Wait gives the turn back until ready reports true. The scheduler
+	// calls ready only while no goroutine under it runs, and when ready
+	// reports true the caller runs next, so ready may take what it reports
+	// on (a TryLock). A nil ready is a plain scheduling point: the caller
+	// may run again at once, or after others.
+	Wait(ready func() bool)
+}
+
+// FlushObserver is told of buffered flushes.
+type FlushObserver interface {
+	// Flushing is called with the deltas a flush took from the buffer,
+	// before it writes them. The returned function is called when the
+	// flush ends: with the engine time it ran at (0 if it never claimed
+	// one), its error, and whether the deltas went back into the buffer.
+	Flushing(deltas map[string]int64) func(nowMillis int64, err error, restored bool)
+}
+
+// nowKey is the context key of a verb's now observer.
+type nowKey struct{}
+
+// WithNow returns ctx carrying fn, which the engine calls with the engine
+// time (unix ms) a verb called with that context runs at, each time it
+// claims one.
+func WithNow(ctx context.Context, fn func(nowMillis int64)) context.Context {
+	return context.WithValue(ctx, nowKey{}, fn)
+}
+
+// NoteNow tells ctx's now observer, if any, the time its verb runs at.
+func NoteNow(ctx context.Context, nowMillis int64) {
+	if fn, ok := ctx.Value(nowKey{}).(func(int64)); ok {
+		fn(nowMillis)
+	}
+}
