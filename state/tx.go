@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -133,6 +134,22 @@ func (tx *Tx) Del(keys ...string) (int, error) {
 // Incr is DB.Incr inside the transaction.
 func (tx *Tx) Incr(key string, opts ...WriteOption) (int64, error) {
 	return tx.IncrBy(key, 1, opts...)
+}
+
+// Decr is DB.Decr inside the transaction: it subtracts 1, as IncrBy with
+// -1, and returns ErrNotInteger or ErrOverflow as Incr does.
+func (tx *Tx) Decr(key string, opts ...WriteOption) (int64, error) {
+	return tx.IncrBy(key, -1, opts...)
+}
+
+// DecrBy is DB.DecrBy inside the transaction: it subtracts delta, as IncrBy
+// with -delta, and returns ErrNotInteger or ErrOverflow as Incr does. A
+// delta of math.MinInt64 gives ErrOverflow.
+func (tx *Tx) DecrBy(key string, delta int64, opts ...WriteOption) (int64, error) {
+	if delta == math.MinInt64 {
+		return 0, fmt.Errorf("decrby %q: %w", key, ErrOverflow)
+	}
+	return tx.IncrBy(key, -delta, opts...)
 }
 
 // IncrBy is DB.IncrBy inside the transaction.

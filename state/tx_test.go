@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -55,6 +57,74 @@ func TestUpdateCommitsEveryVerb(t *testing.T) {
 		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { return tx.Renew(lease, time.Hour) }))
 		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { return tx.Release(lease) }))
 		assert.ErrorIs(t, f.db.Release(f.ctx, lease), state.ErrLeaseLost)
+	})
+}
+
+func TestUpdateDecrVerbs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "c", 10))
+		require.NoError(t, f.db.Set(f.ctx, "s", "text"))
+		require.NoError(t, f.db.Set(f.ctx, "min", int64(math.MinInt64)))
+		err := f.db.Update(f.ctx, func(tx *state.Tx) error {
+			steps := []struct {
+				name string
+				do   func() (int64, error)
+				want int64
+			}{
+				{"decr", func() (int64, error) { return tx.Decr("c") }, 9},
+				{"decrby", func() (int64, error) { return tx.DecrBy("c", 20) }, -11},
+				{"decrby negative adds", func() (int64, error) { return tx.DecrBy("c", -1) }, -10},
+				{"decr absent starts at 0", func() (int64, error) { return tx.Decr("d", state.TTL(time.Second)) }, -1},
+				{"decrby absent starts at 0", func() (int64, error) { return tx.DecrBy("e", 5) }, -5},
+			}
+			for _, s := range steps {
+				got, err := s.do()
+				if err != nil {
+					return fmt.Errorf("%s: %w", s.name, err)
+				}
+				assert.Equal(t, s.want, got, s.name)
+			}
+
+			_, err := tx.Decr("s")
+			assert.ErrorIs(t, err, state.ErrNotInteger)
+			_, err = tx.DecrBy("s", 3)
+			assert.ErrorIs(t, err, state.ErrNotInteger)
+			_, err = tx.Decr("min")
+			assert.ErrorIs(t, err, state.ErrOverflow)
+			_, err = tx.DecrBy("c", math.MaxInt64)
+			assert.ErrorIs(t, err, state.ErrOverflow)
+			_, err = tx.DecrBy("fresh", math.MinInt64)
+			assert.ErrorIs(t, err, state.ErrOverflow, "-MinInt64 does not exist")
+			_, err = tx.Decr("")
+			assert.ErrorIs(t, err, state.ErrInvalidKey)
+			_, err = tx.DecrBy("fresh", 1, state.TTL(-time.Second))
+			assert.ErrorIs(t, err, state.ErrInvalidTTL)
+			return nil
+		})
+		require.NoError(t, err, "a verb's own error does not abort the transaction")
+		assert.Equal(t, "int:-10", f.get("c"))
+		assert.Equal(t, "int:-1", f.get("d"))
+		assert.Equal(t, "int:-5", f.get("e"))
+		assert.Equal(t, "bytes:text", f.get("s"), "value unchanged")
+		assert.Equal(t, "int:-9223372036854775808", f.get("min"), "value unchanged")
+		assert.Equal(t, "<absent>", f.get("fresh"))
+		left, err := f.db.TTL(f.ctx, "d")
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, left, "TTL applies when the verb creates the key")
+		left, err = f.db.TTL(f.ctx, "c")
+		require.NoError(t, err)
+		assert.Equal(t, state.NoExpiry, left, "an existing key keeps its lack of deadline")
+
+		err = f.db.Update(f.ctx, func(tx *state.Tx) error {
+			if _, err := tx.Decr("c"); err != nil {
+				return err
+			}
+			_, err := tx.DecrBy("s", 1)
+			return err
+		})
+		assert.ErrorIs(t, err, state.ErrNotInteger)
+		assert.Equal(t, "int:-10", f.get("c"), "a returned error rolls back the decrement")
 	})
 }
 
