@@ -37,6 +37,18 @@ func TestIncrBufferedFlushedOnClose(t *testing.T) {
 	})
 }
 
+func TestFlushAfterCloseIsErrClosed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.IncrBuffered("n", 5))
+		require.NoError(t, f.db.Close())
+		assert.ErrorIs(t, f.db.Flush(f.ctx), state.ErrClosed, "after Close flushed the buffer")
+		assert.ErrorIs(t, f.db.Flush(f.ctx), state.ErrClosed, "again, with nothing buffered")
+		f.db = f.open()
+		assert.Equal(t, "int:5", f.get("n"), "Close wrote the buffer once")
+	})
+}
+
 func TestIncrBufferedBadKeysDropOnlyTheirDelta(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
