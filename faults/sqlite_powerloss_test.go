@@ -19,7 +19,8 @@ import (
 // power is cut at a random write, sync or truncate, mid-commit and
 // mid-checkpoint included. After the reboot the database must pass
 // integrity_check, hold a prefix of the commits, and hold every commit up to
-// the last acknowledged FULL one: DESIGN.md's durability model.
+// the last acknowledged FULL one: what survives a power loss is a prefix of
+// the commits that reaches at least the last FULL commit.
 
 const (
 	trialCommits         = 24

@@ -1,6 +1,6 @@
 package state_test
 
-// The engine under faults (issue 3): injected write, sync and read errors
+// The engine under faults: injected write, sync and read errors
 // end the handle with ErrIO and are never retried as if nothing happened;
 // reopening recovers a consistent file; a full disk fails the transaction
 // whole with ErrDiskFull and the handle carries on once space is back; one

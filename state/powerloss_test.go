@@ -1,13 +1,15 @@
 package state_test
 
-// Power-loss trials through the engine (issue 3). Simulated processes, each
-// its own state.DB on one faults.MemFS, take turns in a seeded order: lease
+// Power-loss trials through the engine. Simulated processes, each its own
+// state.DB on one faults.MemFS, take turns in a seeded order: lease
 // grants (synchronous=FULL) each released at once, increments and sets
 // (NORMAL), and clean process restarts whose last close checkpoints the WAL
 // into the file. The power is cut at a random write, sync or truncate,
 // mid-commit and mid-checkpoint included. After the reboot (the machine's
-// wall clock a minute behind) a new process opens the file and checks
-// DESIGN.md's durability model:
+// wall clock a minute behind) a new process opens the file and checks the
+// durability model (what survives a power loss is a prefix of the commits
+// that reaches at least the last FULL commit, and neither tokens nor time go
+// back):
 //
 //	(a) SQLite's integrity_check is ok (and on every plCheckEvery-th trial
 //	    DB.Check, statekit's invariants too, finds nothing);
