@@ -165,7 +165,8 @@ func (h *lockHandle) shmLock(offset, n, flags int32) int32 {
 // manager's mutex is a full barrier.
 func (h *lockHandle) shmBarrier() {
 	h.m.mu.Lock()
-	h.m.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+	//lint:ignore SA2001 an empty critical section is the barrier
+	h.m.mu.Unlock()
 }
 
 // shmUnmap ends h's mapping of the shared memory.
