@@ -2,7 +2,7 @@ GO ?= go
 
 .PHONY: test demo bench bench-go lint sim stress stress-canary
 
-# test: every test, with the race detector, plus vet and gofmt.
+# test: every test, with the race detector, after lint (gofmt, vet, staticcheck).
 test: lint
 	$(GO) test -race -count=1 ./...
 
@@ -21,10 +21,13 @@ bench:
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./state/
 
-# lint: gofmt and go vet must be clean.
+# lint: gofmt, go vet and staticcheck must be clean. staticcheck is pinned
+# and fetched through the module proxy by go run, so only Go is needed.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # sim: 1000 seeds of the deterministic simulator, one worker process per core.
 sim:
