@@ -1,8 +1,8 @@
 package state
 
 // The planted bugs (internal/bugs): wrong on purpose, compiled in, off
-// unless WithPlantedBugs turns them on. The simulator and the stress test
-// must catch each one; nothing else may use them.
+// unless the internal hooks (hooks.Engine.Bugs) turn them on. The simulator
+// and the stress test must catch each one; nothing else may use them.
 
 import (
 	"context"
