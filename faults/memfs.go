@@ -54,6 +54,7 @@ type MemFS struct {
 
 	now   func() time.Time    // SetClock; nil: base + slept
 	sleep func(time.Duration) // SetSleep; nil: yield only
+	yield func(pid int)       // SetYield; nil: none
 	base  time.Time
 	slept time.Duration
 }
@@ -157,10 +158,22 @@ func (m *MemFS) SetSleep(fn func(time.Duration)) {
 	m.sleep = fn
 }
 
+// SetYield makes fn the views' vfs.Yielder: SQLite's VFS calls it, with
+// the view's process id, before each read, write, sync, truncate and lock
+// call, so that a simulator that schedules goroutines can run another
+// first. nil, the default, makes Yield do nothing. fn is called without the
+// MemFS lock held.
+func (m *MemFS) SetYield(fn func(pid int)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.yield = fn
+}
+
 // ProcessFS is one process's view of a MemFS: the vfs.FS to register for it.
 // Besides vfs.FS it implements vfs.LockSharer (the machine's lock manager),
-// vfs.Entropy, vfs.TimeSource and vfs.Sleeper, so SQLite over it never reads
-// the host's clock or randomness, nor sleeps.
+// vfs.Entropy, vfs.TimeSource, vfs.Sleeper and vfs.Yielder, so SQLite over
+// it never reads the host's clock or randomness, nor sleeps, and a simulator
+// can schedule around its calls.
 type ProcessFS struct {
 	m           *MemFS
 	pid         int
@@ -174,6 +187,7 @@ var (
 	_ vfs.Entropy    = (*ProcessFS)(nil)
 	_ vfs.TimeSource = (*ProcessFS)(nil)
 	_ vfs.Sleeper    = (*ProcessFS)(nil)
+	_ vfs.Yielder    = (*ProcessFS)(nil)
 )
 
 // PID returns the process the view belongs to.
@@ -293,4 +307,16 @@ func (p *ProcessFS) Sleep(d time.Duration) {
 		return
 	}
 	runtime.Gosched()
+}
+
+// Yield calls the function set by SetYield, if any, with the view's
+// process id.
+func (p *ProcessFS) Yield() {
+	m := p.m
+	m.mu.Lock()
+	yield := m.yield
+	m.mu.Unlock()
+	if yield != nil {
+		yield(p.pid)
+	}
 }

@@ -70,11 +70,20 @@ func TestFencingCheckRejectsOneTokenFromTwoWriters(t *testing.T) {
 	assert.Equal(t, []string{CheckFencing}, checks(w))
 }
 
+// readClock returns a process clock that the engine read now, as it does
+// at open.
+func (w *world) readClock() *procClock {
+	c := &procClock{w: w, startTrue: w.trueMillis}
+	c.Wall()
+	return c
+}
+
 func TestClockCheckRejectsTimeGoingBackAcrossARestart(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
 	w.clock.done(w.wallMillis()+5_000, false) // a call used a time ahead of the wall
-	w.clock.opened(w, p, w.wallMillis())      // a new process starts at the wall
+	clock := w.readClock()
+	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed) // a new process starts at the wall
 	assert.Equal(t, []string{CheckClock}, checks(w))
 }
 
@@ -86,9 +95,10 @@ func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
 	w.clock.done(wall+5_000, false) // not durable: a power loss may take its mark
 	w.clock.attempted = wall + 5_000
 	w.clock.powerLost()
-	w.clock.opened(w, p, wall+1_000)
+	clock := w.readClock()
+	w.clock.opened(w, p, wall+1_000, clock, w.clock.completed)
 	assert.Empty(t, w.violations)
-	w.clock.opened(w, p, wall+999)
+	w.clock.opened(w, p, wall+999, clock, w.clock.completed)
 	assert.Equal(t, []string{CheckClock}, checks(w))
 }
 
@@ -96,10 +106,10 @@ func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
 	p.offset = 100
-	w.clock.used(w, p, w.trueMillis+100)
+	w.clock.used(w, p, w.trueMillis+100, w.trueMillis)
 	assert.Empty(t, w.violations)
 	w.advance(10)
-	w.clock.used(w, p, w.trueMillis+100+7) // a wall step leaked in
+	w.clock.used(w, p, w.trueMillis+100+7, w.trueMillis) // a wall step leaked in
 	assert.Equal(t, []string{CheckClock}, checks(w))
 }
 
@@ -142,10 +152,16 @@ func TestIntegrityCheckSeesCorruption(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
 	require.True(t, w.start(p))
-	for i := range 50 {
-		w.verb(p, p.clients[0].id, &model.Input{Kind: model.Set, Key: w.keys[i%len(w.keys)], Value: model.Int(int64(i))})
-	}
-	w.stop(p) // the last close checkpoints the WAL into the file
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	require.NotNil(t, p.db)
+	w.sched.spawn(kindTask, "writer", p, w.newClient(), func(th *thread) {
+		for i := range 50 {
+			w.verb(th, p, th.client, &model.Input{Kind: model.Set, Key: w.keys[i%len(w.keys)], Value: model.Int(int64(i))})
+		}
+		w.stop(p, false) // the last close checkpoints the WAL into the file
+	})
+	require.True(t, w.runUntil(func() bool { return len(w.sched.threads) == 0 }))
+	require.Nil(t, p.db)
 	require.Empty(t, w.violations)
 
 	f, err := w.m.Process(99).Open(dbPath, vfs.OpenReadWrite)
@@ -159,6 +175,8 @@ func TestIntegrityCheckSeesCorruption(t *testing.T) {
 	require.NoError(t, f.Close())
 
 	w.needCheck = true
-	w.start(p)
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
 	assert.Contains(t, checks(w), CheckIntegrity)
+	assert.True(t, w.teardown())
 }

@@ -4,8 +4,8 @@ import (
 	"github.com/statekit/statekit/state"
 )
 
-// clockCheck holds the engine's time promises to the clocks it was given
-// (DESIGN.md, Time): while a process runs its engine time moves with true
+// clockCheck holds the engine's time promises to the clocks it was given:
+// while a process runs its engine time moves with true
 // time, whatever the wall clock does; it never goes back within a process;
 // at open it is the larger of the wall clock and the file's high-water
 // mark, which covers every time calls have used, except what a power loss
@@ -16,9 +16,33 @@ type clockCheck struct {
 	durable   int64 // completed, as of the last durable (FULL) commit
 }
 
-// used checks the engine time now that p's next call will use.
-func (c *clockCheck) used(w *world, p *process, now int64) {
-	if drift := now - w.trueMillis - p.offset; drift != 0 {
+// claim is an engine time claimed at a true time.
+type claim struct{ now, trueMillis int64 }
+
+// claimed checks the engine time now that p claimed for a call or for
+// background work. Claims made before the open task learned p's offset
+// (its background goroutines may run first) wait for it.
+func (c *clockCheck) claimed(w *world, p *process, now int64) {
+	if !p.timed {
+		p.early = append(p.early, claim{now, w.trueMillis})
+		return
+	}
+	c.used(w, p, now, w.trueMillis)
+}
+
+// timed notes that p's offset is known, and checks the claims that waited
+// for it.
+func (c *clockCheck) timed(w *world, p *process) {
+	p.timed = true
+	for _, cl := range p.early {
+		c.used(w, p, cl.now, cl.trueMillis)
+	}
+	p.early = nil
+}
+
+// used checks the engine time now that p used at true time at.
+func (c *clockCheck) used(w *world, p *process, now, at int64) {
+	if drift := now - at - p.offset; drift != 0 {
 		w.violate(CheckClock, "p%d's engine time moved %+dms against true time while it ran (now %d)", p.pid, drift, now)
 		p.offset += drift
 	}
@@ -41,18 +65,23 @@ func (c *clockCheck) done(now int64, full bool) {
 // powerLost forgets what the power loss may have taken back.
 func (c *clockCheck) powerLost() { c.completed = c.durable }
 
-// opened checks p's engine time at open.
-func (c *clockCheck) opened(w *world, p *process, now int64) {
-	wall := w.wallMillis()
+// opened checks p's engine time at open. now is p's engine time at true
+// time now; clock is the clock p opened with, which kept the wall-clock
+// reading the engine based its time on; completed is what completed
+// calls had used when the open began (calls that completed while it ran,
+// in other processes, may be behind what it read).
+func (c *clockCheck) opened(w *world, p *process, now int64, clock *procClock, completed int64) {
+	wall := clock.wallRead
+	base := now - (w.trueMillis - clock.wallReadTrue) // the engine's time when it read the clock
 	lead := state.HighWaterLead.Milliseconds()
 	switch {
-	case now < c.completed:
+	case base < completed:
 		w.violate(CheckClock, "p%d opened at engine time %d, %dms before time %d that completed calls had used (wall %d): "+
-			"time went back across a restart, the high-water mark was not honoured", p.pid, now, c.completed-now, c.completed, wall)
-	case now < wall:
-		w.violate(CheckClock, "p%d opened at engine time %d, behind the wall clock %d", p.pid, now, wall)
-	case now > max(wall, c.attempted+lead):
+			"time went back across a restart, the high-water mark was not honoured", p.pid, base, completed-base, completed, wall)
+	case base < wall:
+		w.violate(CheckClock, "p%d opened at engine time %d, behind the wall clock %d", p.pid, base, wall)
+	case base > max(wall, c.attempted+lead):
 		w.violate(CheckClock, "p%d opened at engine time %d, beyond both the wall clock %d and the latest time used %d plus the high-water lead",
-			p.pid, now, wall, c.attempted)
+			p.pid, base, wall, c.attempted)
 	}
 }

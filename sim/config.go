@@ -21,6 +21,8 @@ const (
 	MaxProcs = 8
 	// MinKeys and MaxKeys bound Config.Keys.
 	MinKeys, MaxKeys = 1, 8
+	// MaxGoroutines bounds Config.Goroutines.
+	MaxGoroutines = 8
 )
 
 // Rates are the probabilities, per client operation, that the simulator
@@ -55,6 +57,7 @@ var DefaultRates = Rates{
 const (
 	DefaultOps          = 500
 	DefaultProcs        = 8
+	DefaultGoroutines   = 4
 	DefaultCheckTimeout = time.Minute
 )
 
@@ -72,6 +75,11 @@ type Config struct {
 	// Keys fixes the number of keys clients share; 0 lets each seed draw 3
 	// to 5.
 	Keys int
+	// Goroutines is the largest number of client goroutines of one
+	// process; each process draws between 1 and Goroutines each time it
+	// starts. Beside them run the engine's own: the background sweeper,
+	// flusher and checkpointer.
+	Goroutines int
 	// Rates are the fault rates.
 	Rates Rates
 	// Bugs are the planted bugs compiled into the engine for this run.
@@ -89,6 +97,7 @@ func DefaultConfig(seed uint64) Config {
 		Seed:         seed,
 		Ops:          DefaultOps,
 		Procs:        DefaultProcs,
+		Goroutines:   DefaultGoroutines,
 		Rates:        DefaultRates,
 		CheckTimeout: DefaultCheckTimeout,
 	}
@@ -101,6 +110,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ops %d: want 1..%d", c.Ops, MaxOps)
 	case c.Procs < 1 || c.Procs > MaxProcs:
 		return fmt.Errorf("procs %d: want 1..%d", c.Procs, MaxProcs)
+	case c.Goroutines < 1 || c.Goroutines > MaxGoroutines:
+		return fmt.Errorf("goroutines %d: want 1..%d", c.Goroutines, MaxGoroutines)
 	case c.Keys != 0 && (c.Keys < MinKeys || c.Keys > MaxKeys):
 		return fmt.Errorf("keys %d: want 0 (random) or %d..%d", c.Keys, MinKeys, MaxKeys)
 	case c.CheckTimeout < 0:
@@ -135,13 +146,14 @@ func (r *Rates) list() []rate {
 }
 
 // Flags defines c's settings as flags of fs, with c's values as defaults:
-// -seed, -ops, -procs, -keys, -bug, -timeout, -nofaults and one flag per
+// -seed, -ops, -procs, -goroutines, -keys, -bug, -timeout, -nofaults and one flag per
 // fault rate. Call Flags on a Config, parse, then call Finish.
 func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	st := &FlagState{c: c}
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "the seed of the run")
 	fs.IntVar(&c.Ops, "ops", c.Ops, fmt.Sprintf("client operations per run (1..%d)", MaxOps))
 	fs.IntVar(&c.Procs, "procs", c.Procs, fmt.Sprintf("most simulated processes; each seed draws 1..procs (1..%d)", MaxProcs))
+	fs.IntVar(&c.Goroutines, "goroutines", c.Goroutines, fmt.Sprintf("most client goroutines per process; each start draws 1..goroutines (1..%d)", MaxGoroutines))
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
 	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "porcupine's time limit per partition (0: none)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
@@ -215,6 +227,9 @@ func (c Config) Args() []string {
 	}
 	if c.Procs != d.Procs {
 		args = append(args, "-procs", strconv.Itoa(c.Procs))
+	}
+	if c.Goroutines != d.Goroutines {
+		args = append(args, "-goroutines", strconv.Itoa(c.Goroutines))
 	}
 	if c.Keys != d.Keys {
 		args = append(args, "-keys", strconv.Itoa(c.Keys))

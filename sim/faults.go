@@ -88,8 +88,7 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 		}
 		p := procs[r.IntN(len(procs))]
 		w.logf("fault: restart p%d", p.pid)
-		w.stop(p)
-		w.start(p)
+		w.stop(p, true)
 	case faultPause:
 		return w.pause(r)
 	case faultWallStep:
@@ -146,6 +145,7 @@ func (w *world) pause(r *rand.Rand) bool {
 	}
 	p := procs[r.IntN(len(procs))]
 	p.pausedUntil = w.trueMillis + pauseMinMillis + r.Int64N(pauseSpanMillis)
+	w.pauses++
 	w.logf("fault: pause p%d until %d", p.pid, p.pausedUntil)
 	return true
 }

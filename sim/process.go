@@ -3,35 +3,35 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
-	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 )
 
-// clientsMax bounds the clients of one process.
-const clientsMax = 3
-
-// process is one simulated process: a state.DB while it runs, its clients,
-// and the increments it buffered and has not flushed.
+// process is one simulated process: a state.DB opened with its defaults
+// (group commit, and the background sweeper, flusher and checkpointer, all
+// threads of the scheduler) while it runs, its client threads, and the
+// increments they buffered and no flush has taken.
 type process struct {
 	pid         int
-	db          *state.DB // nil while the process is down
+	db          *state.DB // nil while the process is down or starting
+	starting    bool      // an open task runs
+	stopping    bool      // its clients are to end: a stop task runs
 	incarnation int
 	offset      int64 // engine ms minus true ms: fixed while it runs
 	lastNow     int64 // the latest engine time it used
 	pausedUntil int64 // true ms it wakes at; 0 when not paused
 	clients     []*client
-	bg          int              // the client id of its background work
-	buffered    map[string]int64 // IncrBuffered since the last flush, by key
+	buffered    map[string]int64 // IncrBuffered since the last flush took them, by key
 	injected    int64            // MemFS injected errors when it started
+	timed       bool             // offset is known for this incarnation
+	early       []claim          // engine times claimed before it was
 }
 
-// client is a caller inside a process, with the leases it believes it holds.
+// client is a goroutine inside a process that calls verbs, with the leases
+// it believes it holds.
 type client struct {
 	id    int
 	owner string
@@ -53,12 +53,30 @@ const (
 	failCut           // the power went during the call
 	failFull          // the disk was full: nothing was written
 	failDead          // an I/O error or corruption ended the handle
+	failBusy          // another process held the lock past the busy timeout
 	failOther         // anything else: the handle lives on
 )
 
-// classify tells what err, returned by a call of p that began with MemFS
-// stats before, means, and reports errors no injected fault explains.
-func (w *world) classify(p *process, what string, err error, before faults.Stats) failure {
+// mark is what the simulator knows when a call begins, to tell later which
+// faults may explain its error.
+type mark struct {
+	stats  faults.Stats
+	pauses int  // pauses begun so far
+	paused bool // a process was paused
+}
+
+// mark returns the mark of now.
+func (w *world) mark() mark {
+	m := mark{stats: w.m.Stats(), pauses: w.pauses}
+	for _, p := range w.procs {
+		m.paused = m.paused || p.pausedUntil > 0
+	}
+	return m
+}
+
+// classify tells what err, returned by a call of p that began at mark
+// before, means, and reports errors no injected fault explains.
+func (w *world) classify(p *process, what string, err error, before mark) failure {
 	if err == nil {
 		return failNone
 	}
@@ -68,7 +86,7 @@ func (w *world) classify(p *process, what string, err error, before faults.Stats
 	after := w.m.Stats()
 	switch {
 	case errors.Is(err, state.ErrDiskFull):
-		if after.NoSpaceErrors == before.NoSpaceErrors {
+		if after.NoSpaceErrors == before.stats.NoSpaceErrors {
 			w.violate(CheckEngineError, "p%d %s: %v, but the disk was not full", p.pid, what, err)
 		}
 		return failFull
@@ -78,10 +96,17 @@ func (w *world) classify(p *process, what string, err error, before faults.Stats
 	case errors.Is(err, state.ErrIO):
 		// Explained by an I/O error injected since p started, or by a full
 		// disk during the call (an engine may end a handle on it).
-		if after.InjectedErrors == p.injected && after.NoSpaceErrors == before.NoSpaceErrors {
+		if after.InjectedErrors == p.injected && after.NoSpaceErrors == before.stats.NoSpaceErrors {
 			w.violate(CheckEngineError, "p%d %s: %v, but no I/O error was injected", p.pid, what, err)
 		}
 		return failDead
+	case errors.Is(err, state.ErrBusy):
+		// Explained only by a process that held the lock past the busy
+		// timeout: one paused during the call.
+		if !before.paused && w.pauses == before.pauses {
+			w.violate(CheckEngineError, "p%d %s: %v, but no process was paused", p.pid, what, err)
+		}
+		return failBusy
 	}
 	w.violate(CheckEngineError, "p%d %s: unexpected error: %v", p.pid, what, err)
 	return failOther
@@ -93,145 +118,196 @@ func (w *world) newClient() int {
 	return w.nextClient
 }
 
-// start starts process p, unless the power is off. It reports whether p
-// runs.
+// start starts process p on a thread of its own, unless the power is off
+// or p runs or starts already. It reports whether it started p.
 func (w *world) start(p *process) bool {
-	if !w.m.Powered() || p.db != nil {
-		return p.db != nil
+	if w.ending || !w.m.Powered() || p.db != nil || p.starting {
+		return false
 	}
-	before := w.m.Stats()
-	p.injected = before.InjectedErrors
+	p.starting = true
+	fs := w.m.Process(p.pid) // now: a power loss before the task runs kills it
+	tm := w.trueMillis
+	w.sched.spawn(kindTask, fmt.Sprintf("p%d open@%d", p.pid, tm), p, w.newClient(), func(t *thread) { w.open(t, p, fs) })
+	return true
+}
+
+// engineOptions returns the options p's engine opens with: the defaults,
+// on the simulated disk and clock, its threads run by the scheduler.
+func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock) []state.Option {
+	e := hooks.Engine{
+		Bugs:    w.cfg.Bugs,
+		Sched:   procSched{s: w.sched, p: p},
+		Flushes: flushObserver{w: w, p: p},
+		Sweeps:  sweepObserver{w: w, p: p},
+		Times: func(ms int64) {
+			if !w.tearing {
+				w.clock.claimed(w, p, ms)
+			}
+		},
+		CheckpointEvery:  w.checkpointEvery,
+		InlineSweepEvery: w.inlineSweepEvery,
+	}
+	return []state.Option{state.WithFS(fs), state.WithClock(clock),
+		hooks.Option(e).(state.Option)}
+}
+
+// open is the task that opens p's file, checks it after a recovery, and
+// starts p's clients.
+func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
+	if w.tearing {
+		return // frozen before it began
+	}
+	before := w.mark()
+	p.injected = before.stats.InjectedErrors
+	completed := w.clock.completed
 	clock := &procClock{w: w, startTrue: w.trueMillis}
-	db, err := state.Open(dbPath, state.WithFS(w.m.Process(p.pid)), state.WithClock(clock),
-		state.WithoutBackground(), hooks.Option(hooks.Engine{Bugs: w.cfg.Bugs}).(state.Option))
+	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
 	w.stats.Opens++
+	p.starting = false
 	if err != nil {
 		w.logf("p%d open failed: %s", p.pid, errClass(err))
-		switch w.classify(p, "open", err, before) {
-		case failCut:
-			w.afterCut(false)
-		case failDead:
+		if w.classify(p, "open", err, before) == failDead {
 			w.needCheck = true
 		}
-		return false
+		return
+	}
+	if w.tearing {
+		// Frozen at Open's last step (its view died with the machine),
+		// it returned a handle only the teardown knows of.
+		_ = db.Close()
+		return
 	}
 	p.db = db
 	p.incarnation++
 	p.pausedUntil = 0
 	now := db.Now().UnixMilli()
 	p.offset, p.lastNow = now-w.trueMillis, now
-	w.clock.opened(w, p, now)
+	w.clock.opened(w, p, now, clock, completed)
+	w.clock.timed(w, p)
 	p.buffered = map[string]int64{}
-	p.bg = w.newClient()
 	p.clients = p.clients[:0]
-	for range 1 + w.rngLife.IntN(clientsMax) {
+	for range 1 + w.rngLife.IntN(w.cfg.Goroutines) {
 		id := w.newClient()
 		p.clients = append(p.clients, &client{id: id, owner: fmt.Sprintf("c%d", id), holds: make([]hold, len(w.leases))})
 	}
 	w.logf("p%d start #%d now=%d wall=%d clients=%d", p.pid, p.incarnation, now, w.wallMillis(), len(p.clients))
-	if w.needCheck {
-		w.integrity(p)
+	if w.needCheck && !w.integrity(t, p) {
+		return
 	}
-	return p.db != nil
+	for _, c := range p.clients {
+		w.sched.spawn(kindClient, fmt.Sprintf("p%d c%d", p.pid, c.id), p, c.id, func(t *thread) { w.clientLoop(t, p, c) })
+	}
 }
 
 // integrity runs state's Check (integrity_check and the invariants) on p:
-// after every recovery, and at the end.
-func (w *world) integrity(p *process) {
-	w.now(p)
-	before := w.m.Stats()
-	findings, err := p.db.Check(w.ctx)
+// after every recovery, and at the end. It reports whether p still runs.
+func (w *world) integrity(t *thread, p *process) bool {
+	before := w.mark()
+	findings, err := p.db.Check(w.observe(p, nil))
 	w.stats.Checks++
 	if err != nil {
 		w.logf("p%d check failed: %s", p.pid, errClass(err))
-		w.fail(p, w.classify(p, "check", err, before))
-		return
+		if w.classify(p, "check", err, before) == failDead {
+			w.stopOn(t, p, "check failed")
+			return false
+		}
+		return w.m.Powered()
 	}
 	w.logf("p%d check: %d findings", p.pid, len(findings))
-	if w.m.Stats().InjectedErrors != before.InjectedErrors {
+	if w.m.Stats().InjectedErrors != before.stats.InjectedErrors {
 		// integrity_check reports a failed read as a finding: the check
 		// says nothing, run it again at the next open.
-		w.kill(p, "read error during the check")
-		return
+		w.stopOn(t, p, "read error during the check")
+		return false
 	}
 	if len(findings) > 0 {
 		w.violate(CheckIntegrity, "p%d after a recovery: %q", p.pid, findings)
 	}
 	w.needCheck = false
+	return true
 }
 
-// fail handles what a failed call left: a power cut, or a dead handle.
-func (w *world) fail(p *process, f failure) {
-	switch f {
-	case failCut:
-		w.afterCut(false)
-	case failDead:
-		w.kill(p, "handle failed")
+// stopOn stops p from one of its own threads: after its handle failed, or
+// a check could not run. The stop runs on a task of its own, which waits
+// for p's clients to end.
+func (w *world) stopOn(t *thread, p *process, why string) {
+	if p.stopping || p.db == nil {
+		return
 	}
+	w.logf("p%d killed: %s", p.pid, why)
+	w.needCheck = true
+	w.stop(p, false)
 }
 
-// now returns the engine time p's next call will use, and checks it.
-func (w *world) now(p *process) int64 {
-	now := p.db.Now().UnixMilli()
-	w.clock.used(w, p, now)
-	return now
-}
-
-// stop closes p cleanly: it flushes (recorded), then closes.
-func (w *world) stop(p *process) {
-	w.flush(p)
-	if p.db == nil {
-		return // the flush cut the power or ended the handle
+// stop closes p cleanly on a task of its own: its clients end after their
+// current call, then Close flushes (recorded) and closes; restart starts p
+// again after.
+func (w *world) stop(p *process, restart bool) {
+	if p.stopping || p.db == nil {
+		return
 	}
-	if len(p.buffered) > 0 {
-		// The flush found the disk full; Close tries again, unseen.
-		w.recordUnknownFlush(p)
-	}
-	w.now(p)
-	before := w.m.Stats()
-	err := p.db.Close()
-	p.db = nil
-	w.down(p)
-	w.logf("p%d stop: %s", p.pid, errClass(err))
-	if err != nil {
-		switch w.classify(p, "close", err, before) {
-		case failCut:
-			w.afterCut(false)
-		case failDead:
+	p.stopping = true
+	db := p.db
+	w.sched.spawn(kindTask, fmt.Sprintf("p%d stop", p.pid), p, w.newClient(), func(t *thread) {
+		w.sched.park(func() bool { return !w.clientsLive(p) }, 0)
+		before := w.mark()
+		err := db.Close()
+		if p.db != db {
+			return // the process died meanwhile (the teardown closes its handle)
+		}
+		p.db, p.stopping = nil, false
+		w.down(p)
+		w.logf("p%d stop: %s", p.pid, errClass(err))
+		var fe *state.FlushError
+		if err != nil && !errors.As(err, &fe) && w.classify(p, "close", err, before) == failDead {
 			w.needCheck = true
 		}
+		if restart {
+			w.start(p)
+		}
+	})
+}
+
+// clientsLive reports whether a client thread of p has not ended.
+func (w *world) clientsLive(p *process) bool {
+	for _, t := range w.sched.threads {
+		if t.proc == p && t.kind == kindClient && !t.done && !t.frozen {
+			return true
+		}
 	}
+	return false
+}
+
+// die ends p at once, as a crash or a power loss does: its threads freeze
+// where they stand (what they had in flight is of unknown outcome), its
+// buffered increments are lost, and its handle is left to the teardown.
+func (w *world) die(p *process) {
+	w.sched.freeze(p)
+	if p.db != nil {
+		w.counter.lostBuffered(p.buffered)
+		w.zombies = append(w.zombies, p.db)
+	}
+	p.db, p.starting, p.stopping = nil, false, false
+	w.down(p)
 }
 
 // crash kills p: what it wrote stays, its buffered increments are lost.
 func (w *world) crash(p *process) {
 	w.m.Crash(p.pid)
-	w.counter.lostBuffered(p.buffered)
-	_ = p.db.Close() // every call fails: the process is dead
-	p.db = nil
-	w.down(p)
+	w.die(p)
 	w.needCheck = true
 	w.logf("p%d crash", p.pid)
 }
 
-// kill ends p after its handle failed: it closes what is left.
-func (w *world) kill(p *process, why string) {
-	if p.db == nil {
-		return
-	}
-	w.counter.lostBuffered(p.buffered)
-	_ = p.db.Close()
-	p.db = nil
-	w.down(p)
-	w.needCheck = true
-	w.logf("p%d killed: %s", p.pid, why)
-}
-
 // down forgets p's running state.
 func (w *world) down(p *process) {
+	p.timed, p.early = false, nil
 	p.clients = nil
 	p.buffered = nil
 	p.pausedUntil = 0
+	if w.probe != nil && w.probe.p == p {
+		w.probe = nil
+	}
 }
 
 // powerLoss cuts the power now with mode, or records a cut that a call
@@ -245,20 +321,14 @@ func (w *world) powerLoss(mode faults.LossMode) {
 // with PowerLossAt that a call ran into), ends every process, waits a while
 // with the power off, and turns it back on.
 func (w *world) afterCut(explicit bool) {
+	for _, p := range w.procs {
+		w.die(p)
+	}
 	w.history = append(w.history, linearizability.PowerLossAt(w.tick()))
 	if !explicit {
 		w.stats.Faults["midop-cut"]++
 	}
 	w.logf("power loss")
-	for _, p := range w.procs {
-		if p.db == nil {
-			continue
-		}
-		w.counter.lostBuffered(p.buffered)
-		_ = p.db.Close()
-		p.db = nil
-		w.down(p)
-	}
 	w.clock.powerLost()
 	w.counter.powerLost()
 	w.needCheck = true
@@ -268,54 +338,6 @@ func (w *world) afterCut(explicit bool) {
 	}
 	w.m.Reboot()
 	w.logf("reboot")
-}
-
-// flush writes p's buffered increments (a Flush op in the history).
-func (w *world) flush(p *process) {
-	if len(p.buffered) == 0 {
-		return
-	}
-	in := model.Input{Kind: model.Flush, NowMillis: w.now(p)}
-	for _, k := range slices.Sorted(maps.Keys(p.buffered)) {
-		in.Ops = append(in.Ops, model.Input{Kind: model.IncrBy, Key: k, Delta: p.buffered[k]})
-	}
-	call := w.tick()
-	before := w.m.Stats()
-	err := p.db.Flush(w.ctx)
-	var fe *state.FlushError
-	if err == nil || errors.As(err, &fe) {
-		out := model.Output{Sub: make([]model.Output, len(in.Ops))}
-		for i, sub := range in.Ops {
-			if fe != nil {
-				if kerr, ok := fe.Dropped[sub.Key]; ok {
-					out.Sub[i].Err = errKind(kerr)
-				}
-			}
-		}
-		w.record(p, linearizability.Op{Client: p.bg, Input: in, Output: out, Call: call, Return: w.tick()})
-		p.buffered = map[string]int64{}
-		return
-	}
-	f := w.classify(p, "flush", err, before)
-	if f == failFull {
-		w.omit(p, in) // the deltas went back into the buffer
-		return
-	}
-	w.record(p, linearizability.Op{Client: p.bg, Input: in, Call: call, Return: call, Unknown: true})
-	p.buffered = map[string]int64{}
-	w.fail(p, f)
-}
-
-// recordUnknownFlush records the flush Close makes of what is still
-// buffered, whose outcome the simulator cannot see.
-func (w *world) recordUnknownFlush(p *process) {
-	in := model.Input{Kind: model.Flush, NowMillis: w.now(p)}
-	for _, k := range slices.Sorted(maps.Keys(p.buffered)) {
-		in.Ops = append(in.Ops, model.Input{Kind: model.IncrBy, Key: k, Delta: p.buffered[k]})
-	}
-	call := w.tick()
-	w.record(p, linearizability.Op{Client: p.bg, Input: in, Call: call, Return: call, Unknown: true})
-	p.buffered = map[string]int64{}
 }
 
 // errClass names an error's class for the trace, without its text (which
@@ -338,15 +360,4 @@ func errClass(err error) string {
 		return "closed"
 	}
 	return "other"
-}
-
-// errKind maps an engine error to the model's, for a flush's dropped keys.
-func errKind(err error) model.ErrKind {
-	switch {
-	case errors.Is(err, state.ErrNotInteger):
-		return model.ErrNotInteger
-	case errors.Is(err, state.ErrOverflow):
-		return model.ErrOverflow
-	}
-	return model.ErrInvalid
 }

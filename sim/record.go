@@ -1,24 +1,45 @@
 package sim
 
 import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+
 	"github.com/statekit/statekit/internal/drive"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
 )
 
-// verb runs *in on p for client c at p's engine time (which it sets in
-// in.NowMillis), records it, and returns the answer and whether it is
-// known. A call the disk refused for
-// lack of space is left out of the history: the engine promises it wrote
-// nothing, and the checker holds it to that.
-func (w *world) verb(p *process, c int, inp *model.Input) (model.Output, bool) {
-	inp.NowMillis = w.now(p)
+// observe returns the context a call of p runs with: the engine tells it
+// the time the call runs at, which fl, if not nil, records as its input's
+// NowMillis. (The clock check sees every time the engine claims, through
+// hooks.Engine.Times.)
+func (w *world) observe(p *process, fl *inflight) context.Context {
+	return hooks.WithNow(w.ctx, func(ms int64) {
+		if fl != nil {
+			fl.in.NowMillis, fl.claimed = ms, true
+		}
+	})
+}
+
+// verb runs *inp on p for client c on thread t, records it, and returns
+// the answer and whether it is known. The engine says the time the call
+// ran at (inp.NowMillis). A call the disk refused for lack of space is left
+// out of the history: the engine promises it wrote nothing, and the checker
+// holds it to that.
+func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Output, bool) {
+	inp.NowMillis = w.trueMillis + p.offset // until the engine says
+	fl := &inflight{p: p, client: c, in: inp, call: w.tick()}
+	t.flight = fl
+	before := w.mark()
+	res := drive.Run(w.observe(p, fl), p.db, *inp)
+	t.flight = nil
 	in := *inp
-	call := w.tick()
-	before := w.m.Stats()
-	res := drive.Run(w.ctx, p.db, in)
 	if res.Err == nil {
-		w.record(p, linearizability.Op{Client: c, Input: in, Output: res.Out, Call: call, Return: w.tick(),
+		w.record(p, linearizability.Op{Client: c, Input: in, Output: res.Out, Call: fl.call, Return: w.tick(),
 			Durability: durability(in, res.Out)})
 		return res.Out, true
 	}
@@ -29,9 +50,16 @@ func (w *world) verb(p *process, c int, inp *model.Input) (model.Output, bool) {
 	}
 	// Open until the next power loss, or the end: a commit whose sync
 	// failed can still surface when another process recovers the WAL.
-	w.record(p, linearizability.Op{Client: c, Input: in, Call: call, Return: call, Unknown: true})
-	w.fail(p, f)
+	w.recordUnknown(fl)
+	if f == failDead {
+		w.stopOn(t, p, "handle failed")
+	}
 	return model.Output{}, false
+}
+
+// recordUnknown records the call fl as of unknown outcome.
+func (w *world) recordUnknown(fl *inflight) {
+	w.record(fl.p, linearizability.Op{Client: fl.client, Input: *fl.in, Call: fl.call, Return: fl.call, Unknown: true})
 }
 
 // durability is how a call that answered out committed: FULL when it
@@ -57,6 +85,9 @@ func durability(in model.Input, out model.Output) linearizability.Durability {
 // record appends op, made by p, to the history and feeds the checks that
 // follow the run as it goes.
 func (w *world) record(p *process, op linearizability.Op) {
+	if w.tearing {
+		return
+	}
 	w.history = append(w.history, op)
 	if op.Unknown {
 		w.stats.Unknown++
@@ -69,6 +100,133 @@ func (w *world) record(p *process, op linearizability.Op) {
 
 // omit notes a call left out of the history.
 func (w *world) omit(p *process, in model.Input) {
+	if w.tearing {
+		return
+	}
 	w.stats.Omitted++
 	w.logf("p%d %s -> disk full, omitted", p.pid, in)
+}
+
+// flushObserver records p's flushes of buffered increments as Flush
+// operations, whichever goroutine runs them (a client's Flush, the
+// background flusher, Close), and checks that each takes exactly what p's
+// clients buffered since the last one took its share.
+type flushObserver struct {
+	w *world
+	p *process
+}
+
+// Flushing is told the deltas a flush took from the buffer.
+func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
+	w, p := o.w, o.p
+	if w.tearing {
+		return func(int64, error, bool) {}
+	}
+	t := w.sched.cur
+	if !maps.Equal(d, p.buffered) {
+		w.violate(CheckBuffered, "p%d: a flush took %v from the buffer, but its clients had buffered %v since the last flush took its share",
+			p.pid, d, p.buffered)
+	}
+	p.buffered = map[string]int64{}
+	in := &model.Input{Kind: model.Flush, NowMillis: w.trueMillis + p.offset}
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		in.Ops = append(in.Ops, model.Input{Kind: model.IncrBy, Key: k, Delta: d[k]})
+	}
+	fl := &inflight{p: p, client: t.client, in: in, call: w.tick()}
+	t.flight = fl
+	before := w.mark()
+	return func(now int64, err error, restored bool) {
+		t.flight = nil
+		if now != 0 {
+			in.NowMillis, fl.claimed = now, true
+		}
+		var fe *state.FlushError
+		if err == nil || errors.As(err, &fe) {
+			out := model.Output{Sub: make([]model.Output, len(in.Ops))}
+			for i, sub := range in.Ops {
+				if fe != nil {
+					if kerr, ok := fe.Dropped[sub.Key]; ok {
+						out.Sub[i].Err = errKind(kerr)
+					}
+				}
+			}
+			w.record(p, linearizability.Op{Client: fl.client, Input: *in, Output: out, Call: fl.call, Return: w.tick()})
+			return
+		}
+		f := w.classify(p, "flush", err, before)
+		switch {
+		case restored:
+			for k, v := range d {
+				p.buffered[k] += v
+			}
+			w.omit(p, *in)
+		case f == failFull:
+			// Close's flush: nothing was written, and the deltas are gone.
+			w.omit(p, *in)
+			w.counter.lostBuffered(d)
+		default:
+			w.recordUnknown(fl)
+		}
+		if f == failDead {
+			w.stopOn(t, p, "handle failed")
+		}
+	}
+}
+
+// errKind maps an engine error to the model's, for a flush's dropped keys.
+func errKind(err error) model.ErrKind {
+	switch {
+	case errors.Is(err, state.ErrNotInteger):
+		return model.ErrNotInteger
+	case errors.Is(err, state.ErrOverflow):
+		return model.ErrOverflow
+	}
+	return model.ErrInvalid
+}
+
+// sweepObserver records each sweep statement of p, inline ones included,
+// as the deletion of the keys it deleted: a Del at the sweep's cutoff that
+// found none of them live (a sweep that deleted a live key fails that).
+// One whose outcome a fault hid is an unknown Sweep at the cutoff: it may
+// have deleted any key expired then. A sweep that deleted nothing is left
+// out: it changed nothing.
+type sweepObserver struct {
+	w *world
+	p *process
+}
+
+// Sweeping is told of a sweep statement about to run.
+func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
+	w, p := o.w, o.p
+	if w.tearing {
+		return func([]string, error) {}
+	}
+	t := w.sched.cur
+	if t.sweeper == 0 {
+		t.sweeper = w.newClient()
+	}
+	in := &model.Input{Kind: model.Sweep, NowMillis: cutoff}
+	fl := &inflight{p: p, client: t.sweeper, in: in, call: w.tick(), claimed: true}
+	t.sweepFlight = fl
+	before := w.mark()
+	return func(keys []string, err error) {
+		t.sweepFlight = nil
+		if err == nil {
+			if len(keys) > 0 {
+				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}
+				w.record(p, linearizability.Op{Client: fl.client, Input: del, Output: model.Output{N: 0},
+					Call: fl.call, Return: w.tick()})
+			}
+			return
+		}
+		f := w.classify(p, "sweep", err, before)
+		if f == failFull {
+			w.omit(p, *in)
+			return
+		}
+		w.recordUnknown(fl)
+		if f == failDead {
+			w.stopOn(t, p, "handle failed")
+		}
+	}
 }

@@ -17,6 +17,7 @@ const (
 	CheckClock           = "clock"           // engine time vs true time and the high-water mark
 	CheckIntegrity       = "integrity"       // integrity_check and the invariants after every recovery
 	CheckCounter         = "counter"         // the counter exact outside the loss windows
+	CheckBuffered        = "buffered"        // each flush takes exactly what was buffered since the last
 	CheckEngineError     = "engine-error"    // an error no injected fault explains
 	CheckProgress        = "progress"        // the run could go on, and the file opens at the end
 	CheckPanic           = "panic"           // the engine (or the simulator) panicked

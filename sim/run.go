@@ -9,6 +9,7 @@ import (
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
 )
 
 // Bounds of the main loop.
@@ -44,27 +45,52 @@ func Run(cfg Config) (rep *Report, err error) {
 			rep, err = w.report(false), nil
 		}
 	}()
-	w.logf("seed %d: %d processes, keys %v, leases %v, bugs [%s]", cfg.Seed, len(w.procs), w.keys, w.leases, cfg.Bugs)
+	w.logf("seed %d: %d processes, keys %v, leases %v, goroutines 1..%d, checkpoint every %d writes, inline sweep every %d, bugs [%s]",
+		cfg.Seed, len(w.procs), w.keys, w.leases, cfg.Goroutines, w.checkpointEvery, w.inlineSweepEvery, cfg.Bugs)
 	w.run()
 	w.finish()
-	return w.report(w.stats.Ops >= w.cfg.Ops), nil
+	rep = w.report(w.stats.Ops >= w.cfg.Ops)
+	if !w.teardown() {
+		rep.Violations = append(rep.Violations, Violation{Check: CheckProgress,
+			Detail: "the handles of processes that died could not be closed after the run: " + w.sched.describe()})
+	}
+	return rep, nil
 }
 
 // abandon closes what a panic left open, as well as it can.
 func (w *world) abandon() {
-	for _, p := range w.procs {
-		if p.db != nil {
-			func() {
-				defer func() { _ = recover() }()
-				_ = p.db.Close()
-			}()
-			p.db = nil
-		}
-	}
+	defer func() { _ = recover() }()
+	w.sched.cur = nil
+	w.teardown()
 }
 
-// run issues cfg.Ops client operations with time, background work, process
-// lives and faults between them.
+// teardown ends the threads of processes that died, and closes their
+// handles, so that a run leaves no goroutine or handle behind. Nothing it
+// does is recorded or checked: the run is over. It reports whether every
+// thread ended.
+func (w *world) teardown() bool {
+	w.tearing, w.ending = true, true
+	defer func() { w.tearing = false }()
+	w.tickets, w.probe = 0, nil
+	for _, p := range w.procs {
+		if p.db != nil {
+			w.zombies = append(w.zombies, p.db)
+			p.db = nil
+		}
+		p.pausedUntil, p.stopping = 0, true
+	}
+	for _, t := range w.sched.threads {
+		t.frozen = false
+	}
+	for _, db := range w.zombies {
+		w.sched.spawn(kindTask, "teardown", nil, 0, func(*thread) { _ = db.Close() })
+	}
+	w.zombies = nil
+	return w.runUntil(func() bool { return len(w.sched.threads) == 0 })
+}
+
+// run issues cfg.Ops client operations, with time, process lives and faults
+// between the moments one begins.
 func (w *world) run() {
 	for _, p := range w.procs {
 		w.start(p)
@@ -79,15 +105,52 @@ func (w *world) run() {
 		w.inject()
 		w.diskFullTick()
 		w.passTime()
-		w.background()
-		procs := w.runnable()
-		if len(procs) == 0 {
-			w.idle()
-			continue
+		w.tickets = 1
+		if !w.runUntil(func() bool { return w.tickets == 0 }) {
+			return
 		}
-		w.clientStep(procs)
 	}
 }
+
+// threadStepsMax bounds the scheduling steps between two operations'
+// beginnings: a run past it is stuck (a livelock) and fails the progress
+// check.
+const threadStepsMax = 200_000
+
+// runUntil runs threads, and moves time when none can run, until done
+// reports true. It reports false, after a progress violation, if the
+// threads are stuck.
+func (w *world) runUntil(done func() bool) bool {
+	for n := 0; !done(); n++ {
+		if n > threadStepsMax {
+			w.violate(CheckProgress, "%d scheduling steps without progress: %s", n, w.sched.describe())
+			return false
+		}
+		if w.sched.step() {
+			if !w.m.Powered() {
+				w.afterCut(false)
+			}
+			continue
+		}
+		switch w.idle() {
+		case idleStarted:
+			if !w.ending {
+				return true // the world moves on (a full disk may empty) while it opens
+			}
+		case idleStuck:
+			w.violate(CheckProgress, "deadlock: no thread can run, none sleeps: %s", w.sched.describe())
+			return false
+		}
+	}
+	return true
+}
+
+// What idle did.
+const (
+	idleWoke    = iota // time moved to a wake-up
+	idleStarted        // a stopped process starts
+	idleStuck          // nothing can move: a deadlock
+)
 
 // lifecycle starts stopped processes, each with some chance per step.
 func (w *world) lifecycle() {
@@ -98,25 +161,22 @@ func (w *world) lifecycle() {
 	}
 }
 
-// idle moves on when no process can run: to the first wake-up, or starts a
-// stopped process.
-func (w *world) idle() {
-	wake := int64(0)
-	for _, p := range w.procs {
-		if p.db != nil && p.pausedUntil > 0 && (wake == 0 || p.pausedUntil < wake) {
-			wake = p.pausedUntil
-		}
-	}
-	if wake > w.trueMillis {
+// idle moves on when no thread can run: to the first wake-up of a sleeping
+// thread or paused process, or it starts a stopped process a little later.
+func (w *world) idle() int {
+	if wake := w.sched.nextWake(); wake > 0 {
 		w.advance(wake - w.trueMillis)
-		return
+		w.wake()
+		return idleWoke
 	}
 	for _, p := range w.procs {
-		if p.db == nil && w.start(p) {
-			return
+		if p.db == nil && !p.starting && !w.ending {
+			w.advance(1 + w.rngLife.Int64N(50))
+			w.start(p)
+			return idleStarted
 		}
 	}
-	w.advance(1 + w.rngLife.Int64N(50))
+	return idleStuck
 }
 
 // passTime moves true time forward between steps: mostly not at all or a
@@ -140,16 +200,27 @@ func (w *world) passTime() {
 // boundaryMillisMax bounds how far time jumps to reach a deadline.
 const boundaryMillisMax = 10_000
 
+// probe is a call the next operation makes at a deadline: in process p, a
+// sweep (sometimes) and a read of key, or a grant of lease key by another
+// owner.
+type probe struct {
+	p     *process
+	key   string
+	lease bool
+	sweep bool
+	kind  model.Kind // Get or TTL, for a key
+}
+
 // toDeadline moves time to one ms before (most often), at, or one ms after
 // a deadline still ahead in a runnable process's engine time; there the
-// process sometimes sweeps, and one of its clients calls at once: a read of
-// the key, or a grant of the lease, by another owner. Expiry is decided to
-// the millisecond, so this is where off-by-one bugs show; the next calls
-// favour the key too.
+// next call is made by one of that process's clients: a read of the key,
+// after a sweep most often, or a grant of the lease, by another owner.
+// Expiry is decided to the millisecond, so this is where off-by-one bugs
+// show; the next calls favour the key too.
 func (w *world) toDeadline() {
 	r := w.rngTime
 	pick, delta := r.IntN(deadlinesKept), []int64{-1, -1, 0, 1}[r.IntN(4)]
-	pi, ci, sweep, probe := r.IntN(MaxProcs), r.IntN(clientsMax), r.IntN(3) != 0, r.IntN(2)
+	pi, sweep, probeKind := r.IntN(MaxProcs), r.IntN(3) != 0, r.IntN(2)
 	leases := r.IntN(10) < 3
 	procs := w.runnable()
 	if len(procs) == 0 {
@@ -172,49 +243,33 @@ func (w *world) toDeadline() {
 	d := ahead[pick%len(ahead)]
 	w.advance(d.millis + delta - (w.trueMillis + p.offset))
 	w.logf("p%d at deadline %d%+d of %q", p.pid, d.millis, delta, d.key)
-	if sweep && !d.lease {
-		w.sweep(p)
+	w.probe = &probe{p: p, key: d.key, lease: d.lease, sweep: sweep && !d.lease,
+		kind: []model.Kind{model.Get, model.TTL}[probeKind]}
+}
+
+// runProbe makes the call pr asks for, as client c of p.
+func (w *world) runProbe(t *thread, p *process, c *client, pr *probe) {
+	if pr.sweep {
+		w.sweep(t, p)
+		if p.stopping {
+			return // the sweep met a fault
+		}
 	}
-	if p.db == nil {
-		return // the sweep met a fault
-	}
-	c := p.clients[ci%len(p.clients)]
-	if d.lease {
-		li := slices.Index(w.leases, d.key)
-		in := model.Input{Kind: model.Lease, Key: d.key, Owner: c.owner, TTLMillis: leaseTTLMin}
-		out, known := w.verb(p, c.id, &in)
+	if pr.lease {
+		li := slices.Index(w.leases, pr.key)
+		in := model.Input{Kind: model.Lease, Key: pr.key, Owner: c.owner, TTLMillis: leaseTTLMin}
+		out, known := w.verb(t, p, c.id, &in)
 		w.leaseOutcome(c, li, in, out, known)
 		return
 	}
-	w.focusKey, w.focusLeft = d.key, focusOps
-	w.verb(p, c.id, &model.Input{Kind: []model.Kind{model.Get, model.TTL}[probe], Key: d.key})
-}
-
-// background runs a sweep or a flush in a runnable process now and then.
-func (w *world) background() {
-	r := w.rngBackground
-	x := r.IntN(100)
-	procs := w.runnable()
-	if len(procs) == 0 {
-		return
-	}
-	p := procs[r.IntN(len(procs))]
-	switch {
-	case x < 4:
-		w.sweep(p)
-	case x < 10:
-		w.flush(p)
-	}
-}
-
-// sweep runs Sweep in p, as its background work would.
-func (w *world) sweep(p *process) {
-	w.verb(p, p.bg, &model.Input{Kind: model.Sweep})
+	w.focusKey, w.focusLeft = pr.key, focusOps
+	w.verb(t, p, c.id, &model.Input{Kind: pr.kind, Key: pr.key})
 }
 
 // finish ends a run: faults off, every process woken and closed cleanly,
 // then a verifier process opens the file, checks it, reads every key and
-// grants every lease once, and closes.
+// grants every lease once, and closes; then the handles of processes that
+// died are torn down.
 func (w *world) finish() {
 	w.logf("finish")
 	w.m.PowerLossAt(0, faults.LossDrop)
@@ -223,43 +278,89 @@ func (w *world) finish() {
 	}
 	w.m.SetWriteBudget(-1)
 	w.diskFull = 0
+	w.probe = nil
 	for _, p := range w.procs {
 		if p.pausedUntil > w.trueMillis {
 			w.advance(p.pausedUntil - w.trueMillis)
 		}
 	}
 	w.wake()
-	for _, p := range w.procs {
-		if p.db != nil {
-			w.stop(p)
-		}
-	}
-	w.advance(1 + w.rngLife.Int64N(1000))
-	v := &process{pid: len(w.procs) + 1}
-	w.needCheck = true
-	if !w.start(v) || w.needCheck {
-		w.violate(CheckProgress, "the verifier could not open and check the file after the run")
-		if v.db != nil {
-			w.kill(v, "verifier")
-		}
+	// Let what is starting or stopping finish, then stop everything.
+	w.ending = true
+	if !w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }) {
 		return
 	}
-	c := v.clients[0]
-	for _, k := range append(append([]string(nil), w.keys...), hitsKey) {
-		out, known := w.verb(v, c.id, &model.Input{Kind: model.Get, Key: k})
-		if k == hitsKey && known {
-			w.counter.read = true
-			if out.Err == model.ErrNone {
-				w.counter.final = out.Value.Int
-			}
+	for _, p := range w.procs {
+		w.stop(p, false)
+	}
+	if !w.runUntil(func() bool { return len(w.sched.threads) == w.frozenThreads() }) {
+		return
+	}
+	w.advance(1 + w.rngLife.Int64N(1000))
+	w.verify()
+}
+
+// frozenThreads counts the threads frozen for good.
+func (w *world) frozenThreads() int {
+	n := 0
+	for _, t := range w.sched.threads {
+		if t.frozen {
+			n++
 		}
-		w.verb(v, c.id, &model.Input{Kind: model.TTL, Key: k})
 	}
-	for _, name := range w.leases {
-		w.verb(v, c.id, &model.Input{Kind: model.Lease, Key: name, Owner: verifierOwner, TTLMillis: finalLeaseMillis})
+	return n
+}
+
+// verify opens the file in a fresh process, checks it, reads every key
+// and grants every lease once, and closes it.
+func (w *world) verify() {
+	v := &process{pid: len(w.procs) + 1}
+	w.needCheck = true
+	w.sched.spawn(kindTask, "verifier", v, w.newClient(), func(t *thread) {
+		before := w.mark()
+		completed := w.clock.completed
+		clock := &procClock{w: w, startTrue: w.trueMillis}
+		db, err := state.Open(dbPath, w.engineOptions(v, w.m.Process(v.pid), clock)...)
+		w.stats.Opens++
+		if err != nil {
+			w.classify(v, "open", err, before)
+			return
+		}
+		v.db = db
+		now := db.Now().UnixMilli()
+		v.offset, v.lastNow = now-w.trueMillis, now
+		w.clock.opened(w, v, now, clock, completed)
+		w.clock.timed(w, v)
+		v.buffered = map[string]int64{}
+		if !w.integrity(t, v) || w.needCheck {
+			return
+		}
+		c := &client{id: t.client, owner: verifierOwner, holds: make([]hold, len(w.leases))}
+		for _, k := range append(append([]string(nil), w.keys...), hitsKey) {
+			out, known := w.verb(t, v, c.id, &model.Input{Kind: model.Get, Key: k})
+			if k == hitsKey && known {
+				w.counter.read = true
+				if out.Err == model.ErrNone {
+					w.counter.final = out.Value.Int
+				}
+			}
+			w.verb(t, v, c.id, &model.Input{Kind: model.TTL, Key: k})
+		}
+		for _, name := range w.leases {
+			w.verb(t, v, c.id, &model.Input{Kind: model.Lease, Key: name, Owner: verifierOwner, TTLMillis: finalLeaseMillis})
+		}
+		err = db.Close()
+		v.db = nil
+		w.logf("verifier stop: %s", errClass(err))
+		if err != nil {
+			w.classify(v, "close", err, before)
+		}
+	})
+	if !w.runUntil(func() bool { return len(w.sched.threads) == w.frozenThreads() }) {
+		return
 	}
-	if v.db != nil {
-		w.stop(v)
+	if w.needCheck || !w.counter.read {
+		w.violate(CheckProgress, "the verifier could not open and check the file after the run")
 	}
 }
 

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
 )
 
 // hitsKey is the counter only increments touch: the counter check reads it
@@ -30,6 +32,8 @@ const (
 	opRelease
 	opFence
 	opUpdate
+	opFlush
+	opSweep
 	opKinds
 )
 
@@ -37,6 +41,7 @@ const (
 var opWeights = [opKinds]int{
 	opGet: 14, opSet: 12, opDel: 4, opIncr: 10, opDecr: 5, opCAS: 9, opExpire: 6, opTTL: 8,
 	opHits: 5, opBuffered: 7, opLease: 9, opRenew: 5, opRelease: 4, opFence: 6, opUpdate: 7,
+	opFlush: 3, opSweep: 2,
 }
 
 // subKinds are the verbs an Update runs.
@@ -68,36 +73,61 @@ func (w *world) pickKind() opKind {
 	panic("sim: opWeights")
 }
 
-// clientStep has one client of one runnable process take a step.
-func (w *world) clientStep(procs []*process) {
+// clientLoop is the life of client c of p: it waits for the simulator to
+// let one call begin, and makes it, until its process stops.
+func (w *world) clientLoop(t *thread, p *process, c *client) {
+	for {
+		w.sched.park(func() bool { return p.stopping || w.ticketFor(p) }, 0)
+		if p.stopping {
+			return
+		}
+		w.tickets--
+		w.stats.Ops++
+		w.clientOp(t, p, c)
+	}
+}
+
+// ticketFor reports whether a client of p may begin a call now.
+func (w *world) ticketFor(p *process) bool {
+	return w.tickets > 0 && (w.probe == nil || w.probe.p == p)
+}
+
+// clientOp has client c of p make one call.
+func (w *world) clientOp(t *thread, p *process, c *client) {
+	if pr := w.probe; pr != nil && pr.p == p {
+		w.probe = nil
+		w.runProbe(t, p, c, pr)
+		return
+	}
 	r := w.rngWork
-	p := procs[r.IntN(len(procs))]
-	c := p.clients[r.IntN(len(p.clients))]
-	w.stats.Ops++
 	kind := w.pickKind()
 	switch kind {
 	case opHits:
-		w.verb(p, c.id, &model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1})
+		w.verb(t, p, c.id, &model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1})
 	case opBuffered:
-		w.buffered(p)
+		w.buffered(t, p)
+	case opFlush:
+		w.flush(t, p)
+	case opSweep:
+		w.sweep(t, p)
 	case opLease, opRenew, opRelease:
 		li := r.IntN(len(w.leases))
 		in := w.leaseInput(c, kind, li)
-		out, known := w.verb(p, c.id, &in)
+		out, known := w.verb(t, p, c.id, &in)
 		w.leaseOutcome(c, li, in, out, known)
 	case opFence:
 		li := r.IntN(len(w.leases))
 		if !c.holds[li].ok {
 			in := w.kvInput(opGet)
-			w.verb(p, c.id, &in)
+			w.verb(t, p, c.id, &in)
 			return
 		}
 		w.fenceWrite(c, li)
 	case opUpdate:
-		w.update(p, c)
+		w.update(t, p, c)
 	default:
 		in := w.kvInput(kind)
-		out, known := w.verb(p, c.id, &in)
+		out, known := w.verb(t, p, c.id, &in)
 		if known {
 			w.noteKVDeadline(in, out)
 		}
@@ -105,22 +135,49 @@ func (w *world) clientStep(procs []*process) {
 }
 
 // buffered adds to p's buffered increments, mostly on the counter key.
-func (w *world) buffered(p *process) {
+func (w *world) buffered(t *thread, p *process) {
 	r := w.rngWork
 	key, delta := hitsKey, int64(1)
 	if r.IntN(2) == 0 {
 		key, delta = w.key(), int64(r.IntN(7)-3)
 	}
+	before := w.mark()
 	if err := p.db.IncrBuffered(key, delta); err != nil {
-		w.violate(CheckEngineError, "p%d incrbuffered(%q, %+d): %v", p.pid, key, delta, err)
+		w.logf("p%d incrbuffered(%q, %+d): %s", p.pid, key, delta, errClass(err))
+		if w.classify(p, "incrbuffered", err, before) == failDead {
+			w.stopOn(t, p, "handle failed")
+		}
 		return
 	}
 	p.buffered[key] += delta
 	w.logf("p%d incrbuffered(%q, %+d)", p.pid, key, delta)
 }
 
+// flush has a client call Flush; the flush observer records what it wrote.
+func (w *world) flush(t *thread, p *process) {
+	before := w.mark()
+	err := p.db.Flush(w.ctx)
+	w.logf("p%d flush: %s", p.pid, errClass(err))
+	var fe *state.FlushError
+	if err != nil && !errors.As(err, &fe) && w.classify(p, "flush", err, before) == failDead {
+		w.stopOn(t, p, "handle failed")
+	}
+}
+
+// sweep has a client call Sweep; the sweep observer records each of its
+// statements, as it records the engine's own sweeps (background, and
+// inline after writes).
+func (w *world) sweep(t *thread, p *process) {
+	before := w.mark()
+	n, err := p.db.Sweep(w.observe(p, nil))
+	w.logf("p%d sweep: %d, %s", p.pid, n, errClass(err))
+	if err != nil && w.classify(p, "sweep", err, before) == failDead {
+		w.stopOn(t, p, "handle failed")
+	}
+}
+
 // update runs an Update of a few verbs, some of them on leases.
-func (w *world) update(p *process, c *client) {
+func (w *world) update(t *thread, p *process, c *client) {
 	r := w.rngWork
 	in := model.Input{Kind: model.Update, Abort: r.IntN(7) == 0}
 	leaseOf := map[int]int{} // sub index -> lease index
@@ -135,7 +192,7 @@ func (w *world) update(p *process, c *client) {
 			in.Ops = append(in.Ops, w.kvInput(kind))
 		}
 	}
-	out, known := w.verb(p, c.id, &in)
+	out, known := w.verb(t, p, c.id, &in)
 	for i, sub := range in.Ops {
 		li, ok := leaseOf[i]
 		if !ok {

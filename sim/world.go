@@ -11,19 +11,23 @@ import (
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/state"
 	"github.com/statekit/statekit/state/vfs"
 )
 
 // The seed streams: one math/rand/v2 source per subsystem, all derived from
 // Config.Seed, so that drawing more from one never shifts another.
 const (
-	streamShape      uint64 = iota + 0x51a0001 // processes, keys, the start of time
-	streamWork                                 // the clients' operations
-	streamTime                                 // how far time moves between operations
-	streamLife                                 // when stopped processes start again
-	streamBackground                           // when sweeps and flushes run
-	streamFault                                // + fault kind: one stream per kind
+	streamShape uint64 = iota + 0x51a0001 // processes, keys, the start of time
+	streamWork                            // the clients' operations
+	streamTime                            // how far time moves between operations
+	streamLife                            // when stopped processes start again
+	_                                     // (was: when sweeps and flushes ran)
+	streamFault                           // + fault kind: one stream per kind
 )
+
+// streamSched is the scheduler's stream: which thread runs next.
+const streamSched uint64 = 0x51a1001
 
 // dbPath is the statekit file's name on the simulated disk.
 const dbPath = "sim.state"
@@ -34,8 +38,9 @@ type world struct {
 	ctx context.Context
 	m   *faults.MemFS
 
-	rngWork, rngTime, rngLife, rngBackground *rand.Rand
-	rngFault                                 [faultKinds]*rand.Rand
+	rngWork, rngTime, rngLife *rand.Rand
+	rngFault                  [faultKinds]*rand.Rand
+	sched                     *scheduler
 
 	trueMillis int64 // true virtual time since the run began
 	wallBase   int64 // the wall clock, unix ms, at true time 0
@@ -47,9 +52,20 @@ type world struct {
 	procs  []*process
 
 	nextClient int
-	history    []linearizability.Op
-	hash       hash.Hash
-	line       []byte
+	tickets    int         // operations clients may begin now
+	probe      *probe      // the call the next operation makes, at a deadline
+	pauses     int         // process pauses begun so far
+	zombies    []*state.DB // handles of processes that died, for the teardown
+	tearing    bool        // the teardown runs: nothing more is recorded
+	ending     bool        // the run is ending: no process starts again
+	// The cadences of the engine's background work, drawn per seed so a
+	// short run reaches them: writes between background checkpoints, and
+	// between inline sweeps.
+	checkpointEvery, inlineSweepEvery int
+
+	history []linearizability.Op
+	hash    hash.Hash
+	line    []byte
 
 	fences     []*resource   // one per lease name
 	topToken   []int64       // the highest token granted, per lease name
@@ -83,16 +99,16 @@ type Stats struct {
 func newWorld(cfg Config) *world {
 	shape := rand.New(rand.NewPCG(cfg.Seed, streamShape))
 	w := &world{
-		cfg:           cfg,
-		ctx:           context.Background(),
-		m:             faults.NewMemFS(cfg.Seed),
-		rngWork:       rand.New(rand.NewPCG(cfg.Seed, streamWork)),
-		rngTime:       rand.New(rand.NewPCG(cfg.Seed, streamTime)),
-		rngLife:       rand.New(rand.NewPCG(cfg.Seed, streamLife)),
-		rngBackground: rand.New(rand.NewPCG(cfg.Seed, streamBackground)),
-		hash:          sha256.New(),
-		stats:         Stats{Faults: map[string]int{}},
+		cfg:     cfg,
+		ctx:     context.Background(),
+		m:       faults.NewMemFS(cfg.Seed),
+		rngWork: rand.New(rand.NewPCG(cfg.Seed, streamWork)),
+		rngTime: rand.New(rand.NewPCG(cfg.Seed, streamTime)),
+		rngLife: rand.New(rand.NewPCG(cfg.Seed, streamLife)),
+		hash:    sha256.New(),
+		stats:   Stats{Faults: map[string]int{}},
 	}
+	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
 	}
@@ -115,9 +131,13 @@ func newWorld(cfg Config) *world {
 	for pid := 1; pid <= nprocs; pid++ {
 		w.procs = append(w.procs, &process{pid: pid})
 	}
+	w.checkpointEvery = 4 + shape.IntN(60)
+	w.inlineSweepEvery = 2 + shape.IntN(30)
 	w.stats.Procs, w.stats.Keys = nprocs, nkeys
 	vfs.SeedSQLiteRandomness(uint32((cfg.Seed*0x9e3779b97f4a7c15)>>32) | 1) // 0 means the host's entropy
 	w.m.SetClock(func() time.Time { return time.UnixMilli(w.wallMillis()) })
+	w.m.SetYield(func(int) { w.sched.park(nil, 0) })
+	w.m.SetSleep(func(d time.Duration) { w.sched.sleep(d, nil) })
 	return w
 }
 
@@ -144,6 +164,9 @@ func (w *world) advance(ms int64) {
 
 // logf records one event: into the trace hash, and to Config.Trace.
 func (w *world) logf(format string, args ...any) {
+	if w.tearing {
+		return
+	}
 	w.line = w.line[:0]
 	w.line = strconv.AppendInt(w.line, w.trueMillis, 10)
 	w.line = append(w.line, ' ')
@@ -157,6 +180,9 @@ func (w *world) logf(format string, args ...any) {
 
 // violate records a broken promise.
 func (w *world) violate(check, format string, args ...any) {
+	if w.tearing {
+		return
+	}
 	v := Violation{Check: check, Detail: fmt.Sprintf(format, args...)}
 	w.violations = append(w.violations, v)
 	// The trace hashes the check only: a detail may quote an engine error,
@@ -172,19 +198,43 @@ func (w *world) violate(check, format string, args ...any) {
 type procClock struct {
 	w         *world
 	startTrue int64
+	// The first wall-clock reading, the engine's at open, and the true
+	// time it was taken at.
+	wallRead, wallReadTrue int64
+	read                   bool
 }
 
-func (c *procClock) Wall() time.Time { return time.UnixMilli(c.w.wallMillis()) }
+func (c *procClock) Wall() time.Time {
+	wall := c.w.wallMillis()
+	if !c.read {
+		c.wallRead, c.wallReadTrue, c.read = wall, c.w.trueMillis, true
+	}
+	return time.UnixMilli(wall)
+}
 
 func (c *procClock) Monotonic() time.Duration {
 	return time.Duration(c.w.trueMillis-c.startTrue) * time.Millisecond
 }
 
-// runnable returns the processes that run and are not paused, in pid order.
+// Sleep is the engine's background wait (state.Sleeper): the calling
+// thread sleeps d of true time, or until stop is closed.
+func (c *procClock) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	return c.w.sched.sleep(d, func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+// runnable returns the processes that run and are neither stopping nor
+// paused, in pid order.
 func (w *world) runnable() []*process {
 	var out []*process
 	for _, p := range w.procs {
-		if p.db != nil && p.pausedUntil == 0 {
+		if p.db != nil && !p.stopping && p.pausedUntil == 0 {
 			out = append(out, p)
 		}
 	}

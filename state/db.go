@@ -204,10 +204,10 @@ func (db *DB) open(dsn string) error {
 	}
 	if !db.cfg.readOnly {
 		if kind == fileEmpty {
-			if err := create(ctx, conn, db.path, db.cfg.busyTimeout); err != nil {
+			if err := create(ctx, conn, db.path, db.cfg); err != nil {
 				return err
 			}
-		} else if err := toWAL(ctx, conn, db.cfg.busyTimeout); err != nil {
+		} else if err := toWAL(ctx, conn, db.cfg); err != nil {
 			return openError(ctx, db.path, err)
 		}
 		sync := "NORMAL"
@@ -237,7 +237,7 @@ func (db *DB) open(dsn string) error {
 			return openError(ctx, db.path, err)
 		}
 	}
-	st, err := prepare(ctx, conn, !db.cfg.bugs.Empty())
+	st, err := prepare(ctx, conn, !db.cfg.bugs.Empty(), db.cfg.sweeps != nil)
 	if err != nil {
 		return openError(ctx, db.path, err)
 	}
@@ -426,11 +426,20 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 // hold mu.
 func (db *DB) claimTime(ctx context.Context) (int64, error) {
 	now := db.time.nowMillis()
+	db.claimed(ctx, now)
 	if err := db.advanceHWM(ctx, now); err != nil {
 		return 0, db.note(err)
 	}
-	hooks.NoteNow(ctx, now)
 	return now, nil
+}
+
+// claimed tells the internal observers, if any, the time the verb called
+// with ctx (or background task) runs at.
+func (db *DB) claimed(ctx context.Context, now int64) {
+	if f := db.cfg.times; f != nil {
+		f(now)
+	}
+	hooks.NoteNow(ctx, now)
 }
 
 // lock takes mu: through the scheduler when one runs the handle, so that

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/statekit/statekit/internal/hooks"
 )
 
 // Group commit. The simple write verbs (Incr and the other increments, Set,
@@ -261,15 +259,15 @@ func (db *DB) runGroup(ops []*pending) {
 		}
 	}
 	now := db.time.nowMillis()
+	for _, o := range ops {
+		db.claimed(o.ctx, now)
+	}
 	if err := db.advanceHWM(context.WithoutCancel(gctx), now); err != nil {
 		err = db.note(err)
 		for _, o := range ops {
 			o.finish(err)
 		}
 		return
-	}
-	for _, o := range ops {
-		hooks.NoteNow(o.ctx, now)
 	}
 	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
 		return

@@ -46,6 +46,8 @@ type config struct {
 	// stress tests.
 	sched            hooks.Scheduler     // nil: real goroutines and locks
 	flushes          hooks.FlushObserver // nil: none
+	sweeps           hooks.SweepObserver // nil: none
+	times            func(int64)         // nil: none
 	checkpointEvery  int                 // writes between background checkpoints
 	inlineSweepEvery int                 // writes between inline sweep batches
 }
@@ -66,7 +68,7 @@ func defaultConfig() config {
 func init() {
 	hooks.Option = func(e hooks.Engine) any {
 		return Option(func(cfg *config) {
-			cfg.bugs, cfg.sched, cfg.flushes = e.Bugs, e.Sched, e.Flushes
+			cfg.bugs, cfg.sched, cfg.flushes, cfg.sweeps, cfg.times = e.Bugs, e.Sched, e.Flushes, e.Sweeps, e.Times
 			if e.CheckpointEvery > 0 {
 				cfg.checkpointEvery = e.CheckpointEvery
 			}

@@ -97,10 +97,10 @@ func openError(ctx context.Context, path string, err error) error {
 // create makes the schema in an empty file. Several processes may race to
 // create the same new file: the write lock orders them and the second finds
 // the schema there.
-func create(ctx context.Context, conn *sql.Conn, path string, busyTimeout time.Duration) error {
+func create(ctx context.Context, conn *sql.Conn, path string, cfg config) error {
 	// journal_mode=WAL changes the header, so it runs only once inspect
 	// found the file empty or ours.
-	if err := toWAL(ctx, conn, busyTimeout); err != nil {
+	if err := toWAL(ctx, conn, cfg); err != nil {
 		return openError(ctx, path, fmt.Errorf("journal_mode: %w", err))
 	}
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
@@ -133,15 +133,26 @@ func create(ctx context.Context, conn *sql.Conn, path string, busyTimeout time.D
 // toWAL switches the file to WAL mode. SQLite answers SQLITE_BUSY at once,
 // without its busy handler, when another process reads the file during the
 // switch (several processes creating one file at the same moment), so this
-// retries for up to the busy timeout. Only a new file's first opens contend
-// here; once the file is in WAL mode the pragma changes nothing.
-func toWAL(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration) error {
+// retries for up to the busy timeout, pausing on the clock between tries.
+// Only a new file's first opens contend here; once the file is in WAL mode
+// the pragma changes nothing.
+func toWAL(ctx context.Context, conn *sql.Conn, cfg config) error {
 	const pause = 5 * time.Millisecond
-	for tries := int(busyTimeout/pause) + 1; ; tries-- {
+	for tries := int(cfg.busyTimeout/pause) + 1; ; tries-- {
 		_, err := conn.ExecContext(ctx, `PRAGMA journal_mode=WAL`)
 		if c := sqliteCode(err); tries <= 1 || (c != sqliteBusy && c != sqliteLocked) {
 			return err
 		}
-		time.Sleep(pause)
+		cfg.sleep(pause)
 	}
+}
+
+// sleep waits d on the clock: through it when it is a Sleeper, else on
+// the operating system's timer.
+func (c config) sleep(d time.Duration) {
+	if s, ok := c.clock.(Sleeper); ok {
+		s.Sleep(d, nil)
+		return
+	}
+	time.Sleep(d)
 }

@@ -36,7 +36,7 @@ type stmts struct {
 	begin, commit, rollback                   *stmt
 	bugGetAny, bugRenewBump, bugReleaseDelete *stmt
 	bugCASText, bugIncrPlain, bugIncrExpire   *stmt
-	bugLeaseInsert                            *stmt
+	bugLeaseInsert, sweepKeys                 *stmt
 	all                                       []*stmt
 }
 
@@ -50,8 +50,8 @@ ON CONFLICT(k) DO UPDATE SET v = max(v, excluded.v) RETURNING v`
 )
 
 // prepare prepares every statement on conn; the planted bugs' statements
-// only when a bug is planted.
-func prepare(ctx context.Context, conn *sql.Conn, withBugs bool) (*stmts, error) {
+// and the observed sweep only when internal hooks ask for them.
+func prepare(ctx context.Context, conn *sql.Conn, withBugs, withSweepKeys bool) (*stmts, error) {
 	s := &stmts{}
 	list := []struct {
 		dst **stmt
@@ -78,6 +78,12 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs bool) (*stmts, error)
 	}
 	if withBugs {
 		list = append(list, planted...)
+	}
+	if withSweepKeys {
+		list = append(list, struct {
+			dst **stmt
+			sql string
+		}{&s.sweepKeys, sweepKeysSQL})
 	}
 	// The driver connection stays in use after Raw returns: the handle
 	// holds conn, never gives it back to the pool, and serialises every

@@ -2,9 +2,11 @@ package state
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/hooks"
 )
 
 const (
@@ -34,6 +36,9 @@ const (
 	// through the partial index on expires_at. Leases are never swept.
 	sweepSQL = `DELETE FROM kv WHERE rowid IN
 (SELECT rowid FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?1 LIMIT ?2)`
+	// sweepKeysSQL is sweepSQL returning the keys it deletes, for a
+	// simulator's sweep observer (internal/hooks).
+	sweepKeysSQL = sweepSQL + "\nRETURNING key"
 )
 
 // Sweep deletes every expired key now, in transactions of at most a few
@@ -92,8 +97,12 @@ func (db *DB) sweepTook(d time.Duration) {
 
 // sweepBatch deletes up to limit expired keys in one statement.
 func (db *DB) sweepBatch(ctx context.Context, now int64, limit int) (int, error) {
+	cutoff := now
 	if db.cfg.bugs.Has(bugs.SweepEarly) {
 		now++
+	}
+	if o := db.cfg.sweeps; o != nil {
+		return db.sweepObserved(ctx, o, cutoff, now, limit)
 	}
 	res, err := db.st.sweep.ExecContext(ctx, now, limit)
 	if err != nil {
@@ -101,6 +110,27 @@ func (db *DB) sweepBatch(ctx context.Context, now int64, limit int) (int, error)
 	}
 	n, err := res.RowsAffected()
 	return int(n), classify(ctx, err)
+}
+
+// sweepObserved is sweepBatch for a simulator that is told the keys each
+// sweep deletes: the same statement, returning them.
+func (db *DB) sweepObserved(ctx context.Context, o hooks.SweepObserver, cutoff, now int64, limit int) (int, error) {
+	end := o.Sweeping(cutoff)
+	var keys []string
+	rs, err := db.st.sweepKeys.QueryContext(ctx, now, limit)
+	if err == nil {
+		for rs.Next() {
+			var k string
+			if err = rs.Scan(&k); err != nil {
+				break
+			}
+			keys = append(keys, k)
+		}
+		err = errors.Join(err, rs.Err(), rs.Close())
+	}
+	err = classify(ctx, err)
+	end(keys, err)
+	return len(keys), err
 }
 
 // afterWrite checkpoints when due, and sweeps a small batch every

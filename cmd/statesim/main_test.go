@@ -58,10 +58,10 @@ func TestBadFlagsExit2(t *testing.T) {
 
 func TestPlantedBugExits1WithReplayAndHTML(t *testing.T) {
 	dir := t.TempDir()
-	code, out, _ := statesim(t, "-seed", "1", "-bug", "release-deletes", "-html", dir)
+	code, out, _ := statesim(t, "-seed", "1", "-bug", "read-ignores-deadline", "-html", dir)
 	require.Equal(t, exitViolation, code, out)
 	assert.Contains(t, out, "--- check linearizability")
-	assert.Contains(t, out, "replay: statesim -seed 1 -bug release-deletes")
+	assert.Contains(t, out, "replay: statesim -seed 1 -bug read-ignores-deadline")
 	html := filepath.Join(dir, "statesim-1.html")
 	assert.Contains(t, out, html)
 	assert.FileExists(t, html)

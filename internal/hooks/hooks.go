@@ -25,6 +25,12 @@ type Engine struct {
 	// Flushes, when not nil, is told of every flush of buffered
 	// increments, background ones included.
 	Flushes FlushObserver
+	// Sweeps, when not nil, is told of every sweep statement, inline ones
+	// included, and of the keys it deleted.
+	Sweeps SweepObserver
+	// Times, when not nil, is told every engine time (unix ms) the handle
+	// claims for a verb or for background work, as it claims it.
+	Times func(nowMillis int64)
 	// CheckpointEvery, when above 0, replaces the number of writes between
 	// two background checkpoints, so that a short simulated run reaches
 	// them.
@@ -60,6 +66,14 @@ type FlushObserver interface {
 	// flush ends: with the engine time it ran at (0 if it never claimed
 	// one), its error, and whether the deltas went back into the buffer.
 	Flushing(deltas map[string]int64) func(nowMillis int64, err error, restored bool)
+}
+
+// SweepObserver is told of sweeps.
+type SweepObserver interface {
+	// Sweeping is called before a sweep statement that deletes keys whose
+	// deadline is at or before cutoffMillis. The returned function is
+	// called after it, with the keys it deleted and its error.
+	Sweeping(cutoffMillis int64) func(keys []string, err error)
 }
 
 // nowKey is the context key of a verb's now observer.

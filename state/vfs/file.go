@@ -34,6 +34,14 @@ type handle struct {
 	name  string
 	flags OpenFlag
 	lk    *lockHandle
+	y     Yielder // the FS's, if it is one
+}
+
+// point is a scheduling point of a simulation, when the FS is a Yielder.
+func (h *handle) point() {
+	if h.y != nil {
+		h.y.Yield()
+	}
 }
 
 var (
@@ -123,6 +131,7 @@ func xClose(tls *libc.TLS, pFile uintptr) int32 {
 func xRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	buf := cbytes(zBuf, iAmt)
 	h := fileOf(pFile)
+	h.point()
 	n, err := h.f.ReadAt(buf, iOfst)
 	if n == len(buf) {
 		return sqlite3.SQLITE_OK
@@ -137,6 +146,7 @@ func xRead(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) 
 func xWrite(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64) int32 {
 	buf := cbytes(zBuf, iAmt)
 	h := fileOf(pFile)
+	h.point()
 	n, err := h.f.WriteAt(buf, iOfst)
 	if err == nil && n != len(buf) {
 		return sqlite3.SQLITE_IOERR_WRITE
@@ -146,11 +156,13 @@ func xWrite(tls *libc.TLS, pFile uintptr, zBuf uintptr, iAmt int32, iOfst int64)
 
 func xTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
 	h := fileOf(pFile)
+	h.point()
 	return h.rc(h.f.Truncate(size), sqlite3.SQLITE_IOERR_TRUNCATE)
 }
 
 func xSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
 	h := fileOf(pFile)
+	h.point()
 	return h.rc(h.f.Sync(), sqlite3.SQLITE_IOERR_FSYNC)
 }
 
@@ -165,11 +177,15 @@ func xFileSize(tls *libc.TLS, pFile uintptr, pSize uintptr) int32 {
 }
 
 func xLock(tls *libc.TLS, pFile uintptr, level int32) int32 {
-	return fileOf(pFile).lk.lock(level)
+	h := fileOf(pFile)
+	h.point()
+	return h.lk.lock(level)
 }
 
 func xUnlock(tls *libc.TLS, pFile uintptr, level int32) int32 {
-	return fileOf(pFile).lk.unlock(level)
+	h := fileOf(pFile)
+	h.point()
+	return h.lk.unlock(level)
 }
 
 func xCheckReservedLock(tls *libc.TLS, pFile uintptr, pResOut uintptr) int32 {
@@ -195,7 +211,9 @@ func xShmMap(tls *libc.TLS, pFile uintptr, iPg int32, pgsz int32, bExtend int32,
 }
 
 func xShmLock(tls *libc.TLS, pFile uintptr, offset int32, n int32, flags int32) int32 {
-	return fileOf(pFile).lk.shmLock(offset, n, flags)
+	h := fileOf(pFile)
+	h.point()
+	return h.lk.shmLock(offset, n, flags)
 }
 
 func xShmBarrier(tls *libc.TLS, pFile uintptr) {

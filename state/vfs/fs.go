@@ -108,6 +108,16 @@ type Sleeper interface {
 	Sleep(d time.Duration)
 }
 
+// Yielder is implemented by an FS whose calls are scheduling points of a
+// simulation: the VFS calls Yield before each read, write, sync and
+// truncate, and each file and shared-memory lock call, so that a simulator
+// can run another goroutine, or another process's statement, first. Yield
+// is never called with a lock of the VFS held.
+type Yielder interface {
+	// Yield lets the simulator run something else first.
+	Yield()
+}
+
 // FullPather is implemented by an FS whose names need canonicalising
 // (xFullPathname): two spellings of one file must come out equal, since the
 // lock manager keys locks by name. Without it names are used as given.

@@ -205,6 +205,7 @@ func xOpen(tls *libc.TLS, pVfs uintptr, zName uintptr, pFile uintptr, flags int3
 		key = fmt.Sprintf("\x00anonymous-%d", r.anon.Add(1))
 	}
 	h := &handle{reg: r, f: f, name: name, flags: of}
+	h.y, _ = r.fs.(Yielder)
 	h.lk = r.locks.open(key, f)
 	if mf, ok := f.(Mortal); ok && mf.Dead() {
 		r.locks.Release(f) // it died while opening: it must hold no lock
