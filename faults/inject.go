@@ -123,6 +123,9 @@ func (m *MemFS) injected(op Op) error {
 		return nil
 	}
 	m.stats.InjectedErrors++
+	if op == OpSync {
+		m.stats.InjectedSyncErrors++
+	}
 	return fmt.Errorf("%s: %w", op, ErrInjected)
 }
 

@@ -62,17 +62,18 @@ type MemFS struct {
 // Stats counts what a MemFS has done since NewMemFS. Calls are counted when
 // they reach the disk: calls refused for a dead view or file are not.
 type Stats struct {
-	Opens          int64 // files opened
-	Reads          int64 // ReadAt calls
-	Writes         int64 // WriteAt calls
-	Syncs          int64 // Sync calls
-	Truncates      int64 // Truncate calls
-	BytesWritten   int64 // bytes of successful writes
-	InjectedErrors int64 // calls failed by FailAt or SetFailRate
-	NoSpaceErrors  int64 // writes refused by the write budget
-	PowerLosses    int64 // PowerLoss calls and cuts from PowerLossAt
-	Crashes        int64 // Crash calls
-	Sleeps         int64 // Sleep calls (SQLite's xSleep)
+	Opens              int64 // files opened
+	Reads              int64 // ReadAt calls
+	Writes             int64 // WriteAt calls
+	Syncs              int64 // Sync calls
+	Truncates          int64 // Truncate calls
+	BytesWritten       int64 // bytes of successful writes
+	InjectedErrors     int64 // calls failed by FailAt or SetFailRate
+	InjectedSyncErrors int64 // the syncs among them
+	NoSpaceErrors      int64 // writes refused by the write budget
+	PowerLosses        int64 // PowerLoss calls and cuts from PowerLossAt
+	Crashes            int64 // Crash calls
+	Sleeps             int64 // Sleep calls (SQLite's xSleep)
 }
 
 // Mutations is the number of mutating calls (writes, syncs and truncates):

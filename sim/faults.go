@@ -29,13 +29,14 @@ var faultNames = [faultKinds]string{
 
 // Bounds of the faults' draws.
 const (
-	midOpCallsMax   = 40    // a mid-op cut falls within this many writes and syncs
-	ioErrorCallsMax = 30    // an I/O error falls within this many reads or writes
-	diskBudgetMax   = 16384 // bytes a full disk still takes
-	diskFullOpsMax  = 15    // steps a disk-full episode lasts
-	pauseMinMillis  = leaseTTLMin + leaseTTLSpan
-	pauseSpanMillis = 3000
-	downMillisMax   = 5000 // how long the power stays off
+	midOpCallsMax     = 40    // a mid-op cut falls within this many writes and syncs
+	afterSyncCallsMax = 12    // ... and one armed after a failed sync, within this many
+	ioErrorCallsMax   = 30    // an I/O error falls within this many reads or writes
+	diskBudgetMax     = 16384 // bytes a full disk still takes
+	diskFullOpsMax    = 15    // steps a disk-full episode lasts
+	pauseMinMillis    = leaseTTLMin + leaseTTLSpan
+	pauseSpanMillis   = 3000
+	downMillisMax     = 5000 // how long the power stays off
 )
 
 // rates returns cfg's rates by kind.

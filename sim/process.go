@@ -236,7 +236,26 @@ func (w *world) stopOn(t *thread, p *process, why string) {
 	}
 	w.logf("p%d killed: %s", p.pid, why)
 	w.needCheck = true
+	w.afterFailedSync()
 	w.stop(p, false)
+}
+
+// afterFailedSync arms, three times in four, a power cut within the next
+// few writes and syncs once a sync failed: what follows a failed sync (the
+// handle's end, the WAL's repair, a checkpoint another connection runs) is
+// where a power loss finds what the failure left behind.
+func (w *world) afterFailedSync() {
+	st := w.m.Stats()
+	if st.InjectedSyncErrors == w.syncErrorsSeen {
+		return
+	}
+	w.syncErrorsSeen = st.InjectedSyncErrors
+	r := w.rngFault[faultMidOp]
+	if r.IntN(4) != 0 && w.cfg.Rates.MidOp > 0 && !w.ending {
+		mode, n := lossMode(r), 1+r.Int64N(afterSyncCallsMax)
+		w.m.PowerLossAt(n, mode)
+		w.logf("fault: power cut (%s) armed at mutating call %d, after a failed sync", mode, n)
+	}
 }
 
 // stop closes p cleanly on a task of its own: its clients end after their

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -106,6 +107,8 @@ func (w *world) report(complete bool) *Report {
 	}
 	w.stats.Recorded = len(w.history)
 	w.stats.VirtualMillis = w.trueMillis
+	w.stats.Steps = w.sched.steps
+	w.stats.Overlapping = overlapping(w.history)
 	return &Report{
 		Config:          w.cfg,
 		Stats:           w.stats,
@@ -128,4 +131,24 @@ func (w *world) checkLinearizability() {
 	case res.Verdict == linearizability.Unknown:
 		w.violate(CheckLinearizability, "inconclusive: %s (raise -timeout, or lower the fault rates)", res)
 	}
+}
+
+// overlapping counts the operations of history called before an earlier
+// one returned (by call order): calls that ran concurrently.
+func overlapping(history []linearizability.Op) int {
+	var ops []linearizability.Op
+	for _, op := range history {
+		if op.Event == linearizability.Verb && !op.Unknown {
+			ops = append(ops, op)
+		}
+	}
+	slices.SortFunc(ops, func(a, b linearizability.Op) int { return cmp.Compare(a.Call, b.Call) })
+	n, lastReturn := 0, int64(0)
+	for _, op := range ops {
+		if op.Call < lastReturn {
+			n++
+		}
+		lastReturn = max(lastReturn, op.Return)
+	}
+	return n
 }

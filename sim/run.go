@@ -370,7 +370,7 @@ func (w *world) traceHash() string {
 	st := w.m.Stats()
 	var buf [8]byte
 	for _, n := range []int64{st.Opens, st.Reads, st.Writes, st.Syncs, st.Truncates, st.BytesWritten,
-		st.InjectedErrors, st.NoSpaceErrors, st.PowerLosses, st.Crashes} {
+		st.InjectedErrors, st.NoSpaceErrors, st.PowerLosses, st.Crashes, w.sched.steps} {
 		binary.LittleEndian.PutUint64(buf[:], uint64(n))
 		w.hash.Write(buf[:])
 	}

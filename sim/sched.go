@@ -79,6 +79,7 @@ func newScheduler(w *world, rng *rand.Rand) *scheduler {
 // spawn starts fn as a new thread of p (nil for none); it runs when picked.
 func (s *scheduler) spawn(kind int, name string, p *process, client int, fn func(t *thread)) *thread {
 	s.nextID++
+	s.w.stats.Threads++
 	t := &thread{id: s.nextID, kind: kind, name: name, proc: p, client: client, baton: make(chan struct{})}
 	s.threads = append(s.threads, t)
 	go func() {

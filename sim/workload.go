@@ -101,6 +101,11 @@ func (w *world) clientOp(t *thread, p *process, c *client) {
 	}
 	r := w.rngWork
 	kind := w.pickKind()
+	if w.diskFull > 0 && r.IntN(2) == 0 {
+		// While the disk is full, flushes fail and put their deltas back
+		// while other clients buffer more: favour that.
+		kind = []opKind{opBuffered, opBuffered, opFlush}[r.IntN(3)]
+	}
 	switch kind {
 	case opHits:
 		w.verb(t, p, c.id, &model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1})

@@ -51,13 +51,14 @@ type world struct {
 	leases []string // the lease names
 	procs  []*process
 
-	nextClient int
-	tickets    int         // operations clients may begin now
-	probe      *probe      // the call the next operation makes, at a deadline
-	pauses     int         // process pauses begun so far
-	zombies    []*state.DB // handles of processes that died, for the teardown
-	tearing    bool        // the teardown runs: nothing more is recorded
-	ending     bool        // the run is ending: no process starts again
+	nextClient     int
+	tickets        int         // operations clients may begin now
+	probe          *probe      // the call the next operation makes, at a deadline
+	pauses         int         // process pauses begun so far
+	syncErrorsSeen int64       // injected sync errors a process end has followed
+	zombies        []*state.DB // handles of processes that died, for the teardown
+	tearing        bool        // the teardown runs: nothing more is recorded
+	ending         bool        // the run is ending: no process starts again
 	// The cadences of the engine's background work, drawn per seed so a
 	// short run reaches them: writes between background checkpoints, and
 	// between inline sweeps.
@@ -93,6 +94,9 @@ type Stats struct {
 	VirtualMillis int64          // true virtual time the run covered
 	Opens         int            // process starts
 	Checks        int            // integrity checks run
+	Threads       int            // goroutines the scheduler ran: clients, the engine's, the simulator's tasks
+	Steps         int64          // scheduling steps: turns handed from one goroutine to another
+	Overlapping   int            // recorded operations called while another was in flight
 }
 
 // newWorld builds the machine of cfg, with nothing started.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/hooks"
 )
 
@@ -73,10 +74,15 @@ func (b *buffer) isClosed() bool {
 }
 
 // restore adds deltas that could not be written back into the buffer.
-func (b *buffer) restore(d map[string]int64) {
+// overwrite is the planted bug FlushLosesConcurrent.
+func (b *buffer) restore(d map[string]int64, overwrite bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k, v := range d {
+		if overwrite {
+			b.deltas[k] = v
+			continue
+		}
 		b.deltas[k] += v
 	}
 }
@@ -113,7 +119,7 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 	err := db.flush(ctx, d)
 	restored := restore && err != nil && errors.Is(err, errNotWritten)
 	if restored {
-		db.buf.restore(d)
+		db.buf.restore(d, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
 	}
 	if end != nil {
 		end(now, err, restored)

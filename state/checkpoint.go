@@ -54,12 +54,13 @@ const (
 // checkpointer runs background checkpoints on its own connection, opened
 // at Open.
 type checkpointer struct {
-	kick   chan struct{} // buffered: a pending request; nil when not running
-	every  int           // writes between two requests (checkpointEvery)
-	writes int           // writes since the last request; guarded by DB.mu
-	total  atomic.Int64  // every write counted, read without DB.mu
-	sqldb  *sql.DB       // the checkpoint connection's pool, from Open
-	conn   *sql.Conn     // the checkpoint connection, pinned: its WAL descriptor predates repairWAL
+	kick     chan struct{} // buffered: a pending request; nil when not running
+	every    int           // writes between two requests (checkpointEvery)
+	writes   int           // writes since the last request; guarded by DB.mu
+	total    atomic.Int64  // every write counted, read without DB.mu
+	sqldb    *sql.DB       // the checkpoint connection's pool, from Open
+	conn     *sql.Conn     // the checkpoint connection, pinned: its WAL descriptor predates repairWAL
+	reopened bool          // the planted bug CheckpointAfterFailedSync reopened conn
 }
 
 // wrote counts n writes (a sweep batch counts for a few: it writes several
@@ -75,6 +76,14 @@ func (c *checkpointer) wrote(n int) {
 		return
 	}
 	c.writes = 0
+	c.request()
+}
+
+// request asks for a checkpoint, if the checkpointer runs.
+func (c *checkpointer) request() {
+	if c.kick == nil {
+		return
+	}
 	select {
 	case c.kick <- struct{}{}:
 	default: // one is pending already
@@ -90,12 +99,15 @@ func (c *checkpointer) wrote(n int) {
 // failed sync is never retried as if nothing happened.
 func (c *checkpointer) checkpoint(db *DB) {
 	for pass := 0; ; pass++ {
-		if db.dead.Load() {
+		if db.dead.Load() && !c.bugReopen(db) {
 			return // a connection that saw a sync fail must not checkpoint
 		}
 		before := c.total.Load()
 		frames, _, err := c.run()
 		if err != nil {
+			if fatal(err) && c.bugReopen(db) {
+				continue
+			}
 			if fatal(err) {
 				db.lock()
 				db.note(fmt.Errorf("checkpoint: %w", err))

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
@@ -478,6 +479,9 @@ func (db *DB) note(err error) error {
 		}
 		db.failed = err
 		db.dead.Store(true)
+		if db.cfg.bugs.Has(bugs.CheckpointAfterFailedSync) {
+			db.bg.ckpt.request()
+		}
 	}
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
 )
 
 // Group commit. The simple write verbs (Incr and the other increments, Set,
@@ -323,6 +325,14 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 			return true
 		default:
 			return false
+		}
+	}
+	if db.cfg.bugs.Has(bugs.GroupErrorLeak) {
+		bugLeakError(errs)
+	}
+	if db.cfg.bugs.Has(bugs.GroupEarlyAnswer) {
+		for i, o := range ops {
+			o.finish(errs[i])
 		}
 	}
 	if _, err := db.st.commit.ExecContext(context.WithoutCancel(ctx)); err != nil {

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
 )
 
 const (
@@ -79,4 +81,35 @@ func (db *DB) bugLeaseTwoStatements(ctx context.Context, now int64, name, owner 
 		return nil, classify(ctx, err)
 	}
 	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
+}
+
+// bugLeakError moves the first statement error of a group to the next verb
+// of the group, which then reports an error it did not have while its own
+// verb reports none.
+func bugLeakError(errs []error) {
+	for i, err := range errs {
+		if err != nil && len(errs) > 1 {
+			j := (i + 1) % len(errs)
+			errs[i], errs[j] = errs[j], err
+			return
+		}
+	}
+}
+
+// bugReopen is the planted bug CheckpointAfterFailedSync: once the handle
+// failed, the checkpointer opens its connection afresh, on a descriptor
+// the failed sync is not reported to, and goes on. It reports whether it
+// did.
+func (c *checkpointer) bugReopen(db *DB) bool {
+	if !db.cfg.bugs.Has(bugs.CheckpointAfterFailedSync) || c.reopened || c.sqldb == nil {
+		return false
+	}
+	c.reopened = true
+	_ = c.close()
+	sqldb, conn, err := openWALConn(context.Background(), db.dsn)
+	if err != nil {
+		return false
+	}
+	c.sqldb, c.conn = sqldb, conn
+	return true
 }

@@ -17,6 +17,8 @@ type totals struct {
 	ops, recorded       int
 	unknown, omitted    int
 	opens, checks       int
+	threads, overlap    int
+	steps               int64
 	virtualMillis       int64
 	faults              map[string]int
 	failures            []result
@@ -40,6 +42,9 @@ func (t *totals) add(r result) {
 	t.omitted += st.Omitted
 	t.opens += st.Opens
 	t.checks += st.Checks
+	t.threads += st.Threads
+	t.overlap += st.Overlapping
+	t.steps += st.Steps
 	t.virtualMillis += st.VirtualMillis
 	for k, n := range st.Faults {
 		t.faults[k] += n
@@ -111,6 +116,8 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 		t.seeds, t.firstSeed, t.lastSeed, t.failed, opt.parallel, strings.Join(opt.cfg.Args()[2:], " "))
 	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes, %d refused on a full disk; %d process starts, %d integrity checks\n",
 		t.ops, t.recorded, t.unknown, t.omitted, t.opens, t.checks)
+	fmt.Fprintf(w, "concurrency: %d goroutines scheduled, %d scheduling steps, %d operations called while another was in flight\n",
+		t.threads, t.steps, t.overlap)
 	var fs []string
 	for _, k := range slices.Sorted(maps.Keys(t.faults)) {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, t.faults[k]))

@@ -40,6 +40,20 @@ const (
 	// LeaseTwoStatements grants a lease by reading the row and writing it
 	// in two autocommit statements, outside any transaction.
 	LeaseTwoStatements
+	// GroupEarlyAnswer answers the verbs of a group commit before its
+	// COMMIT has run.
+	GroupEarlyAnswer
+	// GroupErrorLeak gives a grouped verb's statement error to the next
+	// verb of its group, and hides it from its own.
+	GroupErrorLeak
+	// CheckpointAfterFailedSync has a handle that failed (a sync, say) ask
+	// its background checkpointer for one more checkpoint, which goes on
+	// on a connection it opens afresh (which the failure is not reported
+	// to).
+	CheckpointAfterFailedSync
+	// FlushLosesConcurrent puts a failed flush's deltas back into the
+	// buffer by overwriting, so increments buffered meanwhile vanish.
+	FlushLosesConcurrent
 	lastBug
 )
 
@@ -53,6 +67,11 @@ var names = map[Bug]string{
 	SweepEarly:          "sweep-early",
 	CASIgnoresType:      "cas-ignores-type",
 	LeaseTwoStatements:  "lease-two-statements",
+
+	GroupEarlyAnswer:          "group-early-answer",
+	GroupErrorLeak:            "group-error-leak",
+	CheckpointAfterFailedSync: "checkpoint-after-failed-sync",
+	FlushLosesConcurrent:      "flush-loses-concurrent",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
