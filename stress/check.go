@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,26 +12,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 )
 
-// check reads back every journal, the resource and the file, and records
-// each violation in the report.
+// check reads back every journal, the notes, the resource and the file,
+// and records each violation in the report.
 func (d *driver) check(ctx context.Context) error {
 	r := d.report
 	r.Started = len(d.procs)
+	for _, p := range d.procs {
+		p.tail.close()
+	}
+	began := time.Now()
+	phase := func(what string) {
+		fmt.Fprintf(d.cfg.Log, "stress: %s (%v)\n", what, time.Since(began).Round(time.Millisecond))
+	}
 	history, err := d.history()
 	if err != nil {
 		return err
 	}
+	phase(fmt.Sprintf("read %d operations", len(history)))
 	d.count(history)
+	if err := d.checkNotes(history); err != nil {
+		return err
+	}
+	phase("checked notes and buffered increments")
 
 	started := time.Now()
 	d.checkLinearizable(history)
 	r.CheckTime = time.Since(started)
-	grants := checkTokens(r, history)
+	phase("checked linearizability")
+
+	grants := checks.Grants(history)
+	r.violations(checks.Tokens(grants))
+	d.checkClocks(history)
+	phase("checked tokens and clocks")
 
 	res2, err := openResource(d.resource)
 	if err != nil {
@@ -46,22 +63,45 @@ func (d *driver) check(ctx context.Context) error {
 	if integrity != "ok" {
 		r.violate(KindIntegrity, "fenced resource: integrity_check: %s", integrity)
 	}
-	checkFence(r, writes, grants)
+	var vs []checks.Violation
+	r.Fenced, r.Refused, vs = checks.Fence(writes, grants)
+	r.violations(vs)
 
-	finals, err := checkFile(ctx, r, d.path, counterKeysIn(history))
+	counters := counterKeysIn(history)
+	finals, err := checkFile(ctx, r, d.path, counters)
 	if err != nil {
 		return err
 	}
-	checkCounters(r, history, finals)
+	phase("checked the file")
+	for _, k := range counters {
+		if final, ok := finals[k]; ok {
+			r.violations(checks.Counter(history, k, final))
+		}
+	}
+
+	phase("checked counters")
+	work := newWorkCount(d.procOf, d.isSweeper)
+	for _, op := range history {
+		work.add(op)
+	}
+	r.Done = Work{Calls: r.Operations, Kills: r.Kills, Grants: len(grants), Contended: work.contended, Swept: work.swept}
+	r.Sweeps = work.sweeps
+	if !d.cfg.Until.IsZero() && !r.Done.covers(d.cfg.Until) {
+		r.violate(KindShortRun, "the run stopped because %s after %v, having done %s; it was to do %s",
+			r.Stopped, r.Elapsed.Round(time.Millisecond), r.Done, d.cfg.Until)
+	}
 	return nil
 }
 
 // history reads every worker's journal. An op a kill left unknown gets
-// the time its process was seen dead as the bound of its outcome.
+// the time its process was seen dead as the bound of its outcome. A flush
+// that wrote nothing and put its deltas back (recorded with no
+// increments), and a sweep that deleted nothing (a Del of no keys), are
+// left out.
 func (d *driver) history() ([]linearizability.Op, error) {
 	journals := make([][]linearizability.Op, 0, len(d.procs))
 	for _, p := range d.procs {
-		f, err := os.Open(p.journal)
+		f, err := os.Open(p.cfg.Journal)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // killed before it opened its journal
 		}
@@ -71,20 +111,27 @@ func (d *driver) history() ([]linearizability.Op, error) {
 		ops, err := linearizability.Decode(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("stress: %s: %w", p.journal, err)
+			return nil, fmt.Errorf("stress: %s: %w", p.cfg.Journal, err)
 		}
-		for i := range ops {
-			if ops[i].Client != p.client {
-				return nil, fmt.Errorf("stress: %s: op of client %d", p.journal, ops[i].Client)
+		kept := ops[:0]
+		for _, op := range ops {
+			if !p.owns(op.Client) {
+				return nil, fmt.Errorf("stress: %s: op of client %d", p.cfg.Journal, op.Client)
 			}
-			if ops[i].Unknown && ops[i].Return <= ops[i].Call {
-				ops[i].Return = p.endNanos
+			switch {
+			case op.Input.Kind == model.Flush && len(op.Input.Ops) == 0, op.Input.Kind == model.Del && len(op.Input.Keys) == 0:
+				continue // a flush that wrote nothing, a sweep that deleted nothing
+			case op.Unknown && op.Return <= op.Call:
+				op.Return = p.endNanos
 				if p.killed {
 					d.report.Cut++
 				}
+			case op.Unknown:
+				d.report.Failed++
 			}
+			kept = append(kept, op)
 		}
-		journals = append(journals, ops)
+		journals = append(journals, kept)
 	}
 	return linearizability.Merge(journals...), nil
 }
@@ -96,7 +143,10 @@ func (d *driver) count(history []linearizability.Op) {
 	var lo, hi int64
 	first := true
 	for _, op := range history {
-		if op.Unknown {
+		if op.Input.Kind == model.Flush {
+			r.Flushes++
+		}
+		if op.Unknown || op.Input.NowMillis == 0 {
 			continue
 		}
 		off := op.Input.NowMillis - op.Call/int64(time.Millisecond)
@@ -108,116 +158,63 @@ func (d *driver) count(history []linearizability.Op) {
 		}
 		first = false
 	}
-	r.Failed = countUnknown(history) - r.Cut
 	r.ClockSpread = time.Duration(hi-lo) * time.Millisecond
 }
 
-func countUnknown(history []linearizability.Op) int {
-	n := 0
-	for _, op := range history {
-		if op.Unknown {
-			n++
+// checkNotes reports every error a worker noted (the model has no answer
+// for it and no fault was injected to explain it) and checks each
+// handle's buffered increments against what its flushes took.
+func (d *driver) checkNotes(history []linearizability.Op) error {
+	r := d.report
+	for _, p := range d.procs {
+		notes, err := readNotes(p.cfg.Notes)
+		if err != nil {
+			return fmt.Errorf("stress: %w", err)
 		}
-	}
-	return n
-}
-
-// grant is a lease grant whose answer a worker saw.
-type grant struct {
-	name, owner string
-	client      int
-	token       int64
-	call, ret   int64
-}
-
-// checkTokens checks the fencing tokens the workers were granted: one
-// owner per token, and a grant that began after another returned gets a
-// higher token (or the same one, extended, for the same owner). It returns
-// the grants.
-func checkTokens(r *Report, history []linearizability.Op) []grant {
-	var grants []grant
-	for _, op := range history {
-		if op.Event != linearizability.Verb || op.Unknown || op.Input.Kind != model.Lease || op.Output.Err != model.ErrNone {
-			continue
-		}
-		grants = append(grants, grant{name: op.Input.Key, owner: op.Input.Owner, client: op.Client,
-			token: op.Output.Token, call: op.Call, ret: op.Return})
-	}
-	r.Grants = len(grants)
-
-	owners := map[string]map[int64][]string{}
-	for _, g := range grants {
-		if owners[g.name] == nil {
-			owners[g.name] = map[int64][]string{}
-		}
-		if !slices.Contains(owners[g.name][g.token], g.owner) {
-			owners[g.name][g.token] = append(owners[g.name][g.token], g.owner)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(owners)) {
-		for _, token := range slices.Sorted(maps.Keys(owners[name])) {
-			if o := owners[name][token]; len(o) > 1 {
-				r.violate(KindDuplicateToken, "lease %q: token %d granted to %s", name, token, strings.Join(o, " and "))
+		buffered := map[string]int64{}
+		for _, n := range notes {
+			switch n.Kind {
+			case noteBuffered:
+				buffered[n.Key] += n.Delta
+				r.Buffered++
+			case noteError:
+				r.violate(KindEngineError, "c%d #%d %s: %s", n.Client, n.Seq, n.Op, n.Err)
+			default:
+				return fmt.Errorf("stress: %s: a note of unknown kind %q", p.cfg.Notes, n.Kind)
 			}
 		}
+		flusher := p.cfg.flushClient()
+		taken := checks.FlushTaken(history, func(c int) bool { return c == flusher })
+		cleanly := !p.killed && p.exitErr == nil
+		r.violations(checks.Buffered("worker "+p.name(), buffered, taken, cleanly))
 	}
-
-	// Sweep the grants in call order, keeping the highest token among
-	// those that returned before the current call.
-	byCall := slices.Clone(grants)
-	slices.SortStableFunc(byCall, func(a, b grant) int { return cmp.Compare(a.call, b.call) })
-	byRet := slices.Clone(grants)
-	slices.SortStableFunc(byRet, func(a, b grant) int { return cmp.Compare(a.ret, b.ret) })
-	type top struct {
-		token int64
-		g     grant
-	}
-	highest := map[string]top{}
-	j := 0
-	for _, g := range byCall {
-		for ; j < len(byRet) && byRet[j].ret < g.call; j++ {
-			if h := byRet[j]; h.token > highest[h.name].token {
-				highest[h.name] = top{h.token, h}
-			}
-		}
-		h, ok := highest[g.name]
-		if ok && (g.token < h.token || (g.token == h.token && g.owner != h.g.owner)) {
-			r.violate(KindTokenOrder, "lease %q: %s got token %d after %s got token %d", g.name, g.owner, g.token, h.g.owner, h.token)
-		}
-	}
-	return grants
+	return nil
 }
 
-// checkFence checks the fenced resource's log: per name, the accepted
-// tokens never go down, each came from one holder only, and each was
-// granted to its writer.
-func checkFence(r *Report, writes []fencedWrite, grants []grant) {
-	granted := map[string]bool{}
-	for _, g := range grants {
-		granted[fmt.Sprintf("%s/%d/%d", g.name, g.token, g.client)] = true
+// checkClocks holds every process to the clock rules: no process ran at an
+// engine time before one a call had used that returned before it started;
+// and, on the real clock, each process's engine time moved with
+// CLOCK_MONOTONIC while it ran, by its calls and flushes.
+func (d *driver) checkClocks(history []linearizability.Op) {
+	procs := make([]checks.Process, len(d.procs))
+	for i, p := range d.procs {
+		procs[i] = checks.Process{Name: "worker " + p.name(), Start: p.launched}
 	}
-	highest := map[string]int64{}
-	writers := map[string]map[int64]int{}
-	for _, w := range writes {
-		if !w.accepted {
-			r.Refused++
-			continue
+	for _, op := range history {
+		if i := d.procOf(op.Client); i >= 0 {
+			procs[i].Ops = append(procs[i].Ops, op)
 		}
-		r.Fenced++
-		if w.token < highest[w.name] {
-			r.violate(KindTokenOrder, "fenced resource %q accepted token %d after %d", w.name, w.token, highest[w.name])
-		}
-		highest[w.name] = max(highest[w.name], w.token)
-		if writers[w.name] == nil {
-			writers[w.name] = map[int64]int{}
-		}
-		if c, ok := writers[w.name][w.token]; ok && c != w.client {
-			r.violate(KindDuplicateToken, "fenced resource %q accepted token %d from two holders, w%d and w%d", w.name, w.token, c, w.client)
-		}
-		writers[w.name][w.token] = w.client
-		if !granted[fmt.Sprintf("%s/%d/%d", w.name, w.token, w.client)] {
-			r.violate(KindFence, "fenced resource %q accepted token %d from w%d, which was never seen granted it", w.name, w.token, w.client)
-		}
+	}
+	d.report.violations(checks.ClockNeverBack(procs))
+	if d.cfg.StepClock {
+		return // the stepped clock stands still between calls
+	}
+	for i, p := range procs {
+		// A sweep's cutoff is the time its first batch claimed, or the
+		// verb's an inline sweep follows: claimed before its call.
+		sweeper := d.procs[i].cfg.sweepClient()
+		p.Ops = slices.DeleteFunc(slices.Clone(p.Ops), func(op linearizability.Op) bool { return op.Client == sweeper })
+		d.report.violations(checks.ClockOffset(p, int64(time.Millisecond)))
 	}
 }
 
@@ -249,6 +246,7 @@ func checkFile(ctx context.Context, r *Report, path string, counters []string) (
 			n, ok := v.Int()
 			if !ok {
 				r.violate(KindCounter, "counter %q holds bytes %q", k, v.Bytes())
+				continue
 			}
 			finals[k] = n
 		}
@@ -256,60 +254,36 @@ func checkFile(ctx context.Context, r *Report, path string, counters []string) (
 	return finals, nil
 }
 
-// checkCounters checks each counter against its increments: the final
-// value counts every +1 that returned and at most the unknown ones, and no
-// two returned the same value.
-func checkCounters(r *Report, history []linearizability.Op, finals map[string]int64) {
-	for _, k := range slices.Sorted(maps.Keys(finals)) {
-		final, ok := finals[k]
-		if !ok {
-			continue
-		}
-		var known, unknown int64
-		seen := map[int64]int{}
-		for _, op := range history {
-			if op.Event != linearizability.Verb || op.Input.Kind != model.IncrBy || op.Input.Key != k {
-				continue
-			}
-			if op.Unknown {
-				unknown++
-				continue
-			}
-			known++
-			if c, dup := seen[op.Output.Int]; dup {
-				r.violate(KindCounter, "counter %q: c%d and c%d both answered %d", k, c, op.Client, op.Output.Int)
-			}
-			seen[op.Output.Int] = op.Client
-			if op.Output.Int > final {
-				r.violate(KindCounter, "counter %q: c%d answered %d, above the final value %d", k, op.Client, op.Output.Int, final)
-			}
-		}
-		if final < known || final > known+unknown {
-			r.violate(KindCounter, "counter %q is %d after %d increments that returned and %d unknown", k, final, known, unknown)
-		}
-	}
-}
-
 // counterKeysIn returns the counter keys the history touches, sorted.
 func counterKeysIn(history []linearizability.Op) []string {
 	seen := map[string]bool{}
+	var visit func(in model.Input)
+	visit = func(in model.Input) {
+		if in.Kind == model.IncrBy && isCounter(in.Key) {
+			seen[in.Key] = true
+		}
+		for _, sub := range in.Ops {
+			visit(sub)
+		}
+	}
 	for _, op := range history {
-		if op.Event == linearizability.Verb && op.Input.Kind == model.IncrBy && isCounter(op.Input.Key) {
-			seen[op.Input.Key] = true
+		if op.Event == linearizability.Verb {
+			visit(op.Input)
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
 
 // checkLinearizable checks the history one epoch at a time: an epoch's keys
-// are its own, so its ops form a history of their own (with every Sweep,
-// which reaches every key), and the check holds one epoch in memory at a
-// time besides the history.
+// are its own, so its ops form a history of their own (with every Sweep
+// call, which reaches every key, and the parts on its keys of flushes and
+// sweep statements, which take keys of any epoch), and the check holds one
+// epoch in memory at a time besides the history.
 func (d *driver) checkLinearizable(history []linearizability.Op) {
 	r := d.report
 	epochs := map[int64]bool{}
 	for _, op := range history {
-		if e, ok := epochOf(op.Input); ok {
+		for _, e := range epochsOf(op.Input) {
 			epochs[e] = true
 		}
 	}
@@ -317,7 +291,7 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 	for _, e := range slices.Sorted(maps.Keys(epochs)) {
 		var ops []linearizability.Op // in call order, as history is
 		for _, op := range history {
-			if oe, ok := epochOf(op.Input); !ok || oe == e {
+			if op, ok := inEpoch(op, e); ok {
 				ops = append(ops, op)
 			}
 		}
@@ -338,16 +312,92 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 		linearizability.Ok, partitions, len(history), len(epochs))
 }
 
-// epochOf returns the epoch of the keys in (all of one epoch), or false for
-// a call without a key (Sweep).
-func epochOf(in model.Input) (int64, bool) {
-	key := in.Key
+// inEpoch returns the part of op on the keys of epoch e, and whether there
+// is one. A call without a key (Sweep) is in every epoch. A worker's calls
+// stay in one epoch; a flush takes whatever its handle buffered, and a
+// sweep statement deletes whatever expired, which may span several: each
+// epoch gets the increments, or the deleted keys, of its own keys. (A Del
+// whose count says only some of its keys were live cannot be split, and
+// goes whole to each of its epochs; no recorded op spanning epochs is one.)
+func inEpoch(op linearizability.Op, e int64) (linearizability.Op, bool) {
+	es := epochsOf(op.Input)
 	switch {
-	case len(in.Keys) > 0:
-		key = in.Keys[0]
-	case len(in.Ops) > 0:
-		return epochOf(in.Ops[0])
+	case len(es) == 0:
+		return op, true
+	case !slices.Contains(es, e):
+		return op, false
+	case len(es) == 1:
+		return op, true
 	}
+	mine := func(key string) bool {
+		k, ok := epochOfKey(key)
+		return ok && k == e
+	}
+	switch op.Input.Kind {
+	case model.Flush:
+		var ops []model.Input
+		var subs []model.Output
+		for i, sub := range op.Input.Ops {
+			if mine(sub.Key) {
+				ops = append(ops, sub)
+				if i < len(op.Output.Sub) {
+					subs = append(subs, op.Output.Sub[i])
+				}
+			}
+		}
+		op.Input.Ops, op.Output.Sub = ops, subs
+	case model.Del:
+		all := len(distinctKeys(op.Input.Keys))
+		if op.Output.N != 0 && op.Output.N != all && !op.Unknown {
+			return op, true
+		}
+		var keys []string
+		for _, k := range op.Input.Keys {
+			if mine(k) {
+				keys = append(keys, k)
+			}
+		}
+		if op.Output.N == all && !op.Unknown {
+			op.Output.N = len(distinctKeys(keys))
+		}
+		op.Input.Keys = keys
+	}
+	return op, true
+}
+
+// distinctKeys returns keys without repeats.
+func distinctKeys(keys []string) []string {
+	out := slices.Clone(keys)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// epochsOf returns the epochs of the keys in, sorted, or none for a call
+// without a key (Sweep).
+func epochsOf(in model.Input) []int64 {
+	var out []int64
+	add := func(key string) {
+		if e, ok := epochOfKey(key); ok && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	var visit func(in model.Input)
+	visit = func(in model.Input) {
+		add(in.Key)
+		for _, k := range in.Keys {
+			add(k)
+		}
+		for _, sub := range in.Ops {
+			visit(sub)
+		}
+	}
+	visit(in)
+	slices.Sort(out)
+	return out
+}
+
+// epochOfKey returns the epoch of a key "e<n>/...", or false.
+func epochOfKey(key string) (int64, bool) {
 	e, _, ok := strings.Cut(key, "/")
 	if !ok || !strings.HasPrefix(e, "e") {
 		return 0, false

@@ -1,76 +1,15 @@
 package stress
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-// grantOp is a recorded lease grant.
-func grantOp(client int, token, call, ret int64) linearizability.Op {
-	return linearizability.Op{Client: client, Call: call, Return: ret,
-		Input:  model.Input{Kind: model.Lease, Key: "L0", Owner: "w" + string(rune('0'+client)), TTLMillis: 100},
-		Output: model.Output{Token: token}}
-}
-
-func TestCheckTokensFindsADuplicate(t *testing.T) {
-	var r Report
-	checkTokens(&r, []linearizability.Op{grantOp(1, 1, 0, 10), grantOp(2, 1, 5, 15), grantOp(1, 2, 20, 30)})
-	assert.True(t, r.Has(KindDuplicateToken), "%v", r.Violations)
-	assert.Equal(t, 3, r.Grants)
-}
-
-func TestCheckTokensFindsATokenGoingDown(t *testing.T) {
-	var r Report
-	checkTokens(&r, []linearizability.Op{grantOp(1, 5, 0, 10), grantOp(2, 4, 20, 30)})
-	assert.True(t, r.Has(KindTokenOrder), "%v", r.Violations)
-	assert.False(t, r.Has(KindDuplicateToken))
-}
-
-func TestCheckTokensAcceptsExtensionsAndOverlaps(t *testing.T) {
-	var r Report
-	checkTokens(&r, []linearizability.Op{
-		grantOp(1, 1, 0, 10),
-		grantOp(1, 1, 20, 30), // the same owner again: extended, same token
-		grantOp(2, 3, 40, 60),
-		grantOp(3, 2, 35, 70), // overlaps the grant of 3: may be older
-		grantOp(3, 4, 80, 90),
-	})
-	assert.True(t, r.OK(), "%v", r.Violations)
-}
-
-func TestCheckFence(t *testing.T) {
-	grants := []grant{{name: "L0", client: 1, token: 1}, {name: "L0", client: 2, token: 1}, {name: "L0", client: 3, token: 2}}
-	var ok Report
-	checkFence(&ok, []fencedWrite{
-		{name: "L0", token: 1, client: 1, accepted: true},
-		{name: "L0", token: 2, client: 3, accepted: true},
-		{name: "L0", token: 1, client: 2, accepted: false},
-	}, grants)
-	assert.True(t, ok.OK(), "%v", ok.Violations)
-	assert.Equal(t, 2, ok.Fenced)
-	assert.Equal(t, 1, ok.Refused)
-
-	var dup Report
-	checkFence(&dup, []fencedWrite{
-		{name: "L0", token: 1, client: 1, accepted: true},
-		{name: "L0", token: 1, client: 2, accepted: true},
-	}, grants)
-	assert.True(t, dup.Has(KindDuplicateToken), "%v", dup.Violations)
-
-	var forged Report
-	checkFence(&forged, []fencedWrite{{name: "L0", token: 7, client: 1, accepted: true}}, grants)
-	assert.True(t, forged.Has(KindFence), "%v", forged.Violations)
-
-	var down Report
-	checkFence(&down, []fencedWrite{
-		{name: "L0", token: 2, client: 3, accepted: true},
-		{name: "L0", token: 1, client: 1, accepted: true},
-	}, grants)
-	assert.True(t, down.Has(KindTokenOrder), "%v", down.Violations)
-}
 
 // incr is a recorded +1 on counter n0 of epoch 0.
 func incr(client int, answer int64, unknown bool) linearizability.Op {
@@ -79,46 +18,191 @@ func incr(client int, answer int64, unknown bool) linearizability.Op {
 		Output: model.Output{Int: answer}}
 }
 
-func TestCheckCounters(t *testing.T) {
-	history := []linearizability.Op{incr(1, 1, false), incr(2, 2, false), incr(3, 0, true)}
-	for _, tc := range []struct {
-		final int64
-		ok    bool
-	}{{1, false}, {2, true}, {3, true}, {4, false}} {
-		var r Report
-		checkCounters(&r, history, map[string]int64{"e0/n0": tc.final, "e0/n1": 0})
-		assert.Equal(t, tc.ok, r.OK(), "final %d: %v", tc.final, r.Violations)
-	}
-
-	var r Report
-	checkCounters(&r, []linearizability.Op{incr(1, 1, false), incr(2, 1, false)}, map[string]int64{"e0/n0": 2})
-	assert.True(t, r.Has(KindCounter), "two increments answered 1: %v", r.Violations)
-}
-
 func TestCounterKeysIn(t *testing.T) {
 	history := []linearizability.Op{incr(1, 1, false), incr(1, 2, false),
 		{Input: model.Input{Kind: model.IncrBy, Key: "e3/a", Delta: 1}},
-		{Input: model.Input{Kind: model.IncrBy, Key: "e3/n1", Delta: 1}}}
-	assert.Equal(t, []string{"e0/n0", "e3/n1"}, counterKeysIn(history))
+		{Input: model.Input{Kind: model.IncrBy, Key: "e3/n1", Delta: 1}},
+		{Input: model.Input{Kind: model.Flush, Ops: []model.Input{{Kind: model.IncrBy, Key: "e4/n0", Delta: 2}}}}}
+	assert.Equal(t, []string{"e0/n0", "e3/n1", "e4/n0"}, counterKeysIn(history))
 }
 
-func TestEpochOf(t *testing.T) {
+func TestEpochsOf(t *testing.T) {
 	for _, tc := range []struct {
-		in    model.Input
-		epoch int64
-		ok    bool
+		in     model.Input
+		epochs []int64
 	}{
-		{model.Input{Kind: model.Get, Key: "e12/a"}, 12, true},
-		{model.Input{Kind: model.Del, Keys: []string{"e3/a", "e3/b"}}, 3, true},
-		{model.Input{Kind: model.Update, Ops: []model.Input{{Kind: model.Set, Key: "e0/c"}}}, 0, true},
-		{model.Input{Kind: model.Lease, Key: "e7/L0"}, 7, true},
-		{model.Input{Kind: model.Sweep}, 0, false},
-		{model.Input{Kind: model.Get, Key: "a"}, 0, false},
+		{model.Input{Kind: model.Get, Key: "e12/a"}, []int64{12}},
+		{model.Input{Kind: model.Del, Keys: []string{"e3/a", "e3/b"}}, []int64{3}},
+		{model.Input{Kind: model.Update, Ops: []model.Input{{Kind: model.Set, Key: "e0/c"}}}, []int64{0}},
+		{model.Input{Kind: model.Lease, Key: "e7/L0"}, []int64{7}},
+		{model.Input{Kind: model.Flush, Ops: []model.Input{{Kind: model.IncrBy, Key: "e5/a"}, {Kind: model.IncrBy, Key: "e4/n0"}}}, []int64{4, 5}},
+		{model.Input{Kind: model.Sweep}, nil},
+		{model.Input{Kind: model.Get, Key: "a"}, nil},
 	} {
-		e, ok := epochOf(tc.in)
-		assert.Equal(t, tc.ok, ok, "%s", tc.in)
-		assert.Equal(t, tc.epoch, e, "%s", tc.in)
+		assert.Equal(t, tc.epochs, epochsOf(tc.in), "%s", tc.in)
 	}
+}
+
+func TestInEpochSplitsFlushesAndSweeps(t *testing.T) {
+	flush := linearizability.Op{Client: 1,
+		Input: model.Input{Kind: model.Flush, Ops: []model.Input{
+			{Kind: model.IncrBy, Key: "e4/n0", Delta: 1}, {Kind: model.IncrBy, Key: "e5/a", Delta: 2}, {Kind: model.IncrBy, Key: "e5/n1", Delta: 3}}},
+		Output: model.Output{Sub: []model.Output{{}, {Err: model.ErrNotInteger}, {}}}}
+	got, ok := inEpoch(flush, 5)
+	require.True(t, ok)
+	assert.Equal(t, []model.Input{{Kind: model.IncrBy, Key: "e5/a", Delta: 2}, {Kind: model.IncrBy, Key: "e5/n1", Delta: 3}}, got.Input.Ops)
+	assert.Equal(t, []model.Output{{Err: model.ErrNotInteger}, {}}, got.Output.Sub)
+	assert.Len(t, flush.Input.Ops, 3, "the history's op is left as it was")
+	_, ok = inEpoch(flush, 6)
+	assert.False(t, ok)
+
+	swept := linearizability.Op{Client: 2, Input: model.Input{Kind: model.Del, Keys: []string{"e0/c", "e1/a", "e1/t0"}}}
+	got, ok = inEpoch(swept, 0)
+	require.True(t, ok)
+	assert.Equal(t, []string{"e0/c"}, got.Input.Keys)
+	assert.Zero(t, got.Output.N)
+	allLive := swept
+	allLive.Output.N = 3
+	got, _ = inEpoch(allLive, 1)
+	assert.Equal(t, []string{"e1/a", "e1/t0"}, got.Input.Keys)
+	assert.Equal(t, 2, got.Output.N, "every key was live: so were this epoch's")
+	someLive := swept
+	someLive.Output.N = 1
+	got, _ = inEpoch(someLive, 1)
+	assert.Equal(t, someLive, got, "which keys were live is not known: whole")
+
+	sweep := linearizability.Op{Input: model.Input{Kind: model.Sweep}}
+	got, ok = inEpoch(sweep, 9)
+	assert.True(t, ok)
+	assert.Equal(t, sweep, got)
+	get := linearizability.Op{Input: model.Input{Kind: model.Get, Key: "e3/a"}}
+	_, ok = inEpoch(get, 2)
+	assert.False(t, ok)
+	got, ok = inEpoch(get, 3)
+	assert.True(t, ok)
+	assert.Equal(t, get, got)
+}
+
+// leaseCallOp is a recorded Lease call of lease L; token 0 is a refusal.
+func leaseCallOp(client int, seq, token, call, ret int64) linearizability.Op {
+	op := linearizability.Op{Client: client, Seq: seq, Call: call, Return: ret, Durability: linearizability.Full,
+		Input:  model.Input{Kind: model.Lease, Key: "e0/L", Owner: "o", TTLMillis: 100},
+		Output: model.Output{Token: token}}
+	if token == 0 {
+		op.Output = model.Output{Err: model.ErrLeaseHeld}
+	}
+	return op
+}
+
+func TestWorkCountsGrantsOverlappingAnotherProcess(t *testing.T) {
+	procOf := func(client int) int { return client / 10 } // clients 10-19 are process 1, ...
+	noSweeper := func(int) bool { return false }
+	c := newWorkCount(procOf, noSweeper)
+	for _, op := range []linearizability.Op{
+		leaseCallOp(10, 1, 1, 0, 10),
+		leaseCallOp(11, 1, 0, 5, 8),   // same process: not contended
+		leaseCallOp(20, 1, 0, 9, 12),  // another process, refused: the first grant counts
+		leaseCallOp(21, 1, 2, 11, 20), // overlaps only 20, of its own process
+		leaseCallOp(30, 1, 3, 19, 25), // overlaps 21's grant: both count
+		leaseCallOp(30, 2, 4, 40, 50), // alone
+		{Client: 31, Seq: 1, Call: 41, Return: 49, Input: model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.Lease, Key: "e0/L", Owner: "p", TTLMillis: 100}}}, Output: model.Output{Sub: []model.Output{{Token: 5}}}},
+	} {
+		c.add(op)
+	}
+	assert.Equal(t, 5, c.grants, "four grants alone and one inside an Update")
+	assert.Equal(t, 3, c.contended, "the first grant, 21's and 30's first")
+
+	// Fed in another order (journals read at different moments), the same.
+	c2 := newWorkCount(procOf, noSweeper)
+	c2.add(leaseCallOp(30, 1, 3, 19, 25))
+	c2.add(leaseCallOp(20, 1, 0, 9, 12))
+	c2.add(leaseCallOp(21, 1, 2, 11, 20))
+	c2.add(leaseCallOp(10, 1, 1, 0, 10))
+	assert.Equal(t, 3, c2.contended)
+}
+
+func TestWorkCountsSweptKeys(t *testing.T) {
+	sweeper := func(client int) bool { return client == 19 }
+	c := newWorkCount(func(client int) int { return client / 10 }, sweeper)
+	del := func(client int, keys ...string) linearizability.Op {
+		return linearizability.Op{Client: client, Input: model.Input{Kind: model.Del, Keys: keys}}
+	}
+	c.add(del(19, "e0/a", "e0/b")) // a sweep statement that deleted two keys
+	c.add(del(19))                 // one that deleted none
+	c.add(del(11, "e0/c"))         // a Del verb
+	c.add(linearizability.Op{Client: 12, Input: model.Input{Kind: model.Sweep}, Output: model.Output{N: 3}})
+	c.add(linearizability.Op{Client: 12, Input: model.Input{Kind: model.Sweep}, Unknown: true})
+	c.add(linearizability.Op{Client: 12, Input: model.Input{Kind: model.Sweep}})
+	assert.Equal(t, 5, c.swept)
+	assert.Equal(t, 2, c.sweeps)
+	assert.Zero(t, c.grants)
+}
+
+func TestTailReadsCompletedLinesOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	tl := tail{path: path}
+	var got []linearizability.Op
+	collect := func(op linearizability.Op) { got = append(got, op) }
+	require.NoError(t, tl.read(collect), "no journal yet")
+	assert.Empty(t, got)
+
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	grant := leaseCallOp(1, 1, 1, 0, 10)
+	require.NoError(t, linearizability.Encode(f, grant, incr(1, 1, false)))
+	sweep := linearizability.Op{Client: 9, Input: model.Input{Kind: model.Del, Keys: []string{"e0/a"}}}
+	line, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = f.Write(line[:20]) // the start of the grant again, not yet complete
+	require.NoError(t, err)
+	require.NoError(t, tl.read(collect))
+	assert.Equal(t, []linearizability.Op{grant}, got, "only lines that may grant a lease or sweep, and only complete ones")
+
+	_, err = f.Write(line[20:])
+	require.NoError(t, err)
+	require.NoError(t, linearizability.Encode(f, sweep))
+	require.NoError(t, tl.read(collect))
+	assert.Equal(t, []linearizability.Op{grant, grant, sweep}, got)
+	tl.close()
+}
+
+func TestReadNotesIgnoresACutLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.jsonl")
+	j, err := openJournal(filepath.Join(t.TempDir(), "ops"), path)
+	require.NoError(t, err)
+	require.NoError(t, j.note(note{Kind: noteBuffered, Client: 3, Key: "e0/n0", Delta: 2}))
+	require.NoError(t, j.note(note{Kind: noteError, Client: 3, Seq: 7, Op: "get", Err: "boom"}))
+	require.NoError(t, j.close())
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"kind":"buff`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	notes, err := readNotes(path)
+	require.NoError(t, err)
+	assert.Equal(t, []note{{Kind: noteBuffered, Client: 3, Key: "e0/n0", Delta: 2}, {Kind: noteError, Client: 3, Seq: 7, Op: "get", Err: "boom"}}, notes)
+	none, err := readNotes(filepath.Join(t.TempDir(), "missing"))
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+func TestFlushOpsAreInKeyOrder(t *testing.T) {
+	assert.Equal(t, []model.Input{{Kind: model.IncrBy, Key: "a", Delta: 1}, {Kind: model.IncrBy, Key: "b", Delta: 0}, {Kind: model.IncrBy, Key: "c", Delta: 3}},
+		flushOps(map[string]int64{"c": 3, "a": 1, "b": 0}))
+}
+
+func TestWorkCovers(t *testing.T) {
+	want := Work{Calls: 10, Kills: 2, Grants: 3, Contended: 1}
+	assert.True(t, Work{Calls: 10, Kills: 2, Grants: 3, Contended: 1}.covers(want))
+	assert.True(t, Work{Calls: 99, Kills: 9, Grants: 9, Contended: 9}.covers(want))
+	assert.False(t, Work{Calls: 99, Kills: 9, Grants: 9}.covers(want), "no contended grant")
+	assert.False(t, Work{Calls: 9, Kills: 9, Grants: 9, Contended: 9}.covers(want), "too few calls")
+	assert.True(t, Work{}.covers(Work{}))
+	assert.False(t, Work{Calls: 99, Kills: 9, Grants: 9, Contended: 9}.covers(Work{Swept: 1}), "no swept key")
+	assert.Equal(t, "10 calls, 2 kills, 3 grants, 1 contended grants, 0 swept keys", want.String())
 }
 
 func TestReportListsEachViolationOnce(t *testing.T) {

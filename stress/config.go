@@ -17,10 +17,28 @@ type Config struct {
 	Dir string
 	// Processes is how many workers run at once (DefaultProcesses if 0).
 	Processes int
-	// Duration bounds the run's wall time (DefaultDuration if 0).
+	// Goroutines is how many goroutines of each worker call verbs at once,
+	// each its own client and lease owner (DefaultGoroutines if 0). A
+	// StepClock run has one.
+	Goroutines int
+	// StepClock opens the workers as the first stress runs did: with
+	// state.WithoutBackground, a clock that moves only between calls, and
+	// one call at a time, so the engine time of each call is known before
+	// it is made. By default workers open the file with the engine's
+	// default options: the real clock, and the background sweeper, flusher
+	// and checkpointer.
+	StepClock bool
+	// Duration is how long the workers attack (DefaultDuration if 0). With
+	// Until set it is a cap instead (DefaultCap if 0): the run stops as
+	// soon as it has done Until, and a run that reaches the cap first
+	// fails, saying how much it did.
 	Duration time.Duration
+	// Until is the work a run must do before it stops (zero: none; the run
+	// lasts Duration).
+	Until Work
 	// MaxOps stops the run once the workers have made this many calls, if
-	// it comes before Duration (0: no bound but Duration).
+	// it comes first (0: no bound). It bounds the history the check holds
+	// in memory.
 	MaxOps int
 	// KillEvery is the mean time between two SIGKILLs, each of a random
 	// worker, which is restarted at once (exponentially distributed; 0:
@@ -49,15 +67,54 @@ type Config struct {
 	Log io.Writer
 }
 
+// Work is how much a run did, or must do before it stops.
+type Work struct {
+	// Calls counts the calls recorded.
+	Calls int
+	// Kills counts the SIGKILLs sent.
+	Kills int
+	// Grants counts the lease grants a holder saw (alone or in an Update).
+	Grants int
+	// Contended counts the lease grants (Lease alone) whose call overlapped
+	// a Lease call of another process on the same lease: the moments when
+	// two processes' grants can interleave, which a grant made of two
+	// statements gets wrong.
+	Contended int
+	// Swept counts the expired keys deleted by sweeps the history records:
+	// on the real clock the background and inline sweeps, on the stepped
+	// clock the Sweep calls.
+	Swept int
+}
+
+// IsZero reports whether w asks for nothing.
+func (w Work) IsZero() bool { return w == Work{} }
+
+// covers reports whether w is at least want in every count.
+func (w Work) covers(want Work) bool {
+	return w.Calls >= want.Calls && w.Kills >= want.Kills && w.Grants >= want.Grants &&
+		w.Contended >= want.Contended && w.Swept >= want.Swept
+}
+
+// String lists the counts, such as "812 calls, 2 kills, 10 grants, 3
+// contended grants, 5 swept keys".
+func (w Work) String() string {
+	return fmt.Sprintf("%d calls, %d kills, %d grants, %d contended grants, %d swept keys",
+		w.Calls, w.Kills, w.Grants, w.Contended, w.Swept)
+}
+
 // Defaults of Config.
 const (
 	DefaultProcesses    = 4
+	DefaultGoroutines   = 4
 	DefaultDuration     = 10 * time.Second
+	DefaultCap          = 5 * time.Minute
 	DefaultKillEvery    = 250 * time.Millisecond
 	DefaultCheckTimeout = time.Minute
 	DefaultEpochEvery   = 5 * time.Second
 	// MaxProcesses bounds Config.Processes.
 	MaxProcesses = 64
+	// MaxGoroutines bounds Config.Goroutines.
+	MaxGoroutines = 64
 	// MaxDuration bounds Config.Duration.
 	MaxDuration = 24 * time.Hour
 )
@@ -73,8 +130,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Processes == 0 {
 		c.Processes = DefaultProcesses
 	}
+	if c.Goroutines == 0 && !c.StepClock {
+		c.Goroutines = DefaultGoroutines
+	}
+	if c.Goroutines == 0 {
+		c.Goroutines = 1
+	}
 	if c.Duration == 0 {
 		c.Duration = DefaultDuration
+		if !c.Until.IsZero() {
+			c.Duration = DefaultCap
+		}
 	}
 	if c.KillEvery == 0 {
 		c.KillEvery = DefaultKillEvery
@@ -88,10 +154,18 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Processes < 1 || c.Processes > MaxProcesses:
 		return c, fmt.Errorf("%w: %d processes, want 1 to %d", ErrConfig, c.Processes, MaxProcesses)
+	case c.Goroutines < 1 || c.Goroutines > MaxGoroutines:
+		return c, fmt.Errorf("%w: %d goroutines, want 1 to %d", ErrConfig, c.Goroutines, MaxGoroutines)
+	case c.StepClock && c.Goroutines != 1:
+		return c, fmt.Errorf("%w: a stepped clock runs one call at a time, not %d goroutines", ErrConfig, c.Goroutines)
 	case c.Duration < 0 || c.Duration > MaxDuration:
 		return c, fmt.Errorf("%w: duration %v, want up to %v", ErrConfig, c.Duration, MaxDuration)
 	case c.MaxOps < 0:
 		return c, fmt.Errorf("%w: negative MaxOps", ErrConfig)
+	case c.Until.Calls < 0 || c.Until.Kills < 0 || c.Until.Grants < 0 || c.Until.Contended < 0 || c.Until.Swept < 0:
+		return c, fmt.Errorf("%w: negative work in Until (%s)", ErrConfig, c.Until)
+	case c.Until.Kills > 0 && c.KillEvery < 0:
+		return c, fmt.Errorf("%w: Until asks for %d kills, but there are none", ErrConfig, c.Until.Kills)
 	case c.CheckTimeout < 0:
 		return c, fmt.Errorf("%w: negative CheckTimeout", ErrConfig)
 	case c.EpochEvery < 0:

@@ -1,22 +1,48 @@
 // Package stress attacks statekit's real path: several OS processes share
-// one state file on disk through SQLite's native VFS, run every verb on a
-// small key space, and hold leases that guard a fenced resource, while a
-// driver kills random workers with SIGKILL in the middle of their calls and
-// restarts them.
+// one state file on disk through SQLite's native VFS, each calling every
+// verb from several goroutines on a small key space and holding leases
+// that guard a fenced resource, while a driver kills random workers with
+// SIGKILL in the middle of their calls and restarts them.
 //
-// Each worker is this binary re-executed (see WorkerMain). It journals every
-// call twice, with Unknown set before the call and with the answer after it,
-// with call and return times from CLOCK_MONOTONIC, which every process on
-// the machine shares; a killed worker's open call stays unknown, bounded by
-// the time the driver saw the process dead. When the run ends, Run checks:
+// Each worker is this binary re-executed (see WorkerMain). By default it
+// opens the file with the engine's default options: the real clock and the
+// background sweeper, flusher and checkpointer, so kills land in group
+// commits and background checkpoints. Config.StepClock runs it the first
+// way instead: one call at a time, without background work, on a clock
+// that moves only between calls.
+//
+// Every goroutine is a client of its own, with its own lease owner. Its
+// calls are journalled as they run, with call and return times from
+// CLOCK_MONOTONIC, which every process on the machine shares: when the
+// engine claims the time a call runs at (it reports it through
+// hooks.WithNow, before it runs the call), as unknown; after it, with the
+// answer. A call a kill cut after it claimed its time stays unknown,
+// bounded by the time the driver saw the process dead; a call cut before
+// never ran and is not in the history. Every flush of buffered increments,
+// the background flusher's included, and on the real clock every sweep
+// statement, background and inline, is journalled the same way through
+// the engine's flush and sweep observers, each as an op of a client of its
+// own; callers note each buffered increment before they make it. Errors
+// the model has no kind for are noted with their text. When the run ends,
+// Run checks (package checks holds the checks beside porcupine):
 //
 //   - the whole history with package linearizability (porcupine over
 //     package model, partitioned by key);
 //   - fencing tokens: no token granted to two owners, a grant that starts
-//     after another returned never gets a lower token, and the fenced
-//     resource accepted each token from one holder only, in order;
-//   - counters: every +1 that returned is counted exactly, each returned a
-//     different value, and the final value lies within the unknown ones;
+//     after another returned never gets a lower token (grants inside an
+//     Update that committed count), and the fenced resource accepted each
+//     token from one holder only, in order, and only from its holder;
+//   - counters, which only increments touch (Incr, buffered ones
+//     included): every increment that returned is counted, each returned
+//     a different value, and the final value lies within the unknown
+//     ones; each worker's flushes took no more than its callers buffered,
+//     and all of it when it closed cleanly;
+//   - clocks: no worker ran at an engine time before one a call that
+//     returned before it started had used (the high-water mark carries
+//     time across kills); on the real clock, each worker's engine time
+//     moved with CLOCK_MONOTONIC;
+//   - errors: a call that failed with an error the model has no kind for
+//     is reported; no fault is injected, so nothing explains one;
 //   - the file: state.DB.Check (SQLite's integrity_check and statekit's
 //     invariants) finds nothing, and the resource passes integrity_check.
 //
@@ -24,23 +50,30 @@
 //
 // A verb's answer depends on the engine's now (deadlines, TTLs, lease
 // expiry), and porcupine compares answers exactly, so each recorded call
-// carries the exact now the engine used. Workers open the file with a clock
-// whose monotonic reading moves only between calls: the worker reads the
-// operating system's monotonic clock, records db.Now(), and the call that
-// follows uses that same now. Wall time at open, the file's high-water
-// mark and everything else are as in production. The processes' engine
-// clocks still disagree with each other (each starts from the wall clock or
-// the high-water mark at its open); the checks need no agreement, since
-// every answer is compared with the model at its own process's now, and
-// Report.ClockSpread says how far apart they were.
+// carries the exact now the engine used, as the engine reported it. The
+// processes' engine clocks disagree with each other (each starts from the
+// wall clock or the file's high-water mark at its open); the checks need
+// no agreement, since every answer is compared with the model at its own
+// call's now, and Report.ClockSpread says how far apart they were.
+//
+// A sweep deletes the keys expired at its own process's now, which
+// another process's now (or a call of any process that claimed its time a
+// moment before the sweep ran) may still count live: unrecorded, that
+// would look like a lost write. So every sweep statement is in the
+// history: on the stepped clock workers sweep only as a recorded verb; on
+// the real clock the sweep observer records each statement of the
+// background sweeper and of the inline sweeps as a Del, at the sweep's
+// cutoff, of the keys it deleted, which found none of them live (a sweep
+// that deleted a live key fails that).
 //
 // The key space is tiny, and changes every Config.EpochEvery: a key's
 // history stays short however long the run, since porcupine's time and
 // memory grow faster than the history of one key.
 //
-// Workers run WithoutBackground: a sweep nobody recorded, made at one
-// process's now, would delete a key that another process's now still
-// counts live, which the checker cannot tell from a lost write. Workers
-// sweep as a recorded verb instead; SQLite checkpoints on the main
-// connection.
+// # How long a run lasts
+//
+// A run with Config.Until stops as soon as it has done that much work
+// (calls, kills, grants, grants contended between processes), whatever the
+// machine's speed, and fails if Config.Duration, its cap, passes first; a
+// run without it attacks for Config.Duration.
 package stress

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ const (
 	// pollEvery is how often the driver looks at the clock, the op count
 	// and the kill schedule.
 	pollEvery = 5 * time.Millisecond
+	// tailEvery is how often the driver reads the journals to count the
+	// work done, when the run stops on Until.
+	tailEvery = 100 * time.Millisecond
 	// stopTimeout bounds how long a worker may take to finish its call and
 	// close the file once told to stop; past it, it counts as hung.
 	stopTimeout = time.Minute
@@ -32,16 +36,28 @@ const (
 
 // proc is one worker process: a slot's incarnation between two kills.
 type proc struct {
-	slot, client int
-	journal      string
-	stderr       string
-	cmd          *exec.Cmd
-	stdin        io.WriteCloser
-	ops          atomic.Int64 // calls done, as last reported
-	killed       bool         // the driver sent SIGKILL
-	done         chan struct{}
-	endNanos     int64 // CLOCK_MONOTONIC once the process was seen dead
-	exitErr      error
+	index     int // in driver.procs
+	slot      int
+	cfg       workerConfig // its clients are cfg.Client to cfg.sweepClient()
+	stderr    string
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	ops       atomic.Int64 // calls done, as last reported
+	killed    bool         // the driver sent SIGKILL
+	done      chan struct{}
+	launched  int64 // CLOCK_MONOTONIC just before it was started
+	endNanos  int64 // CLOCK_MONOTONIC once the process was seen dead
+	exitErr   error
+	tail      tail // its journal, read while it runs
+	tailedOut bool // tail failed; the work counts miss it
+}
+
+// name names p in messages: its first client.
+func (p *proc) name() string { return fmt.Sprintf("c%d", p.cfg.Client) }
+
+// owns reports whether client is one of p's.
+func (p *proc) owns(client int) bool {
+	return client >= p.cfg.Client && client <= p.cfg.sweepClient()
 }
 
 // driver runs the processes of one Run.
@@ -54,13 +70,17 @@ type driver struct {
 	live     []*proc // the current process of each slot
 	report   *Report
 	start    int64 // CLOCK_MONOTONIC when the run began: epoch 0
+	clients  int   // client ids handed out so far
+	work     *workCount
 }
 
 // Run creates a state file in cfg.Dir, attacks it with cfg.Processes worker
-// processes and SIGKILLs until cfg.Duration or cfg.MaxOps, stops the
+// processes of cfg.Goroutines clients each and SIGKILLs, until cfg.Until is
+// done (or cfg.Duration passes, or cfg.MaxOps calls are made), stops the
 // workers, and checks everything they recorded. The Report lists every
-// violation found; Run returns an error only when it could not run or
-// check at all (ErrConfig for a bad Config, or what failed).
+// violation found, a run that stopped before doing cfg.Until among them;
+// Run returns an error only when it could not run or check at all
+// (ErrConfig for a bad Config, or what failed).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, ok := os.LookupEnv(workerEnv); ok {
 		// A worker that runs Run would start workers of its own, and so on.
@@ -81,16 +101,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		path:     filepath.Join(cfg.Dir, stateFile),
 		resource: filepath.Join(cfg.Dir, resourceFile),
 		live:     make([]*proc, cfg.Processes),
-		report:   &Report{Processes: cfg.Processes, Dir: cfg.Dir, Seed: cfg.Seed, Bugs: cfg.Bugs.String()},
+		report: &Report{Processes: cfg.Processes, Goroutines: cfg.Goroutines, StepClock: cfg.StepClock,
+			Dir: cfg.Dir, Seed: cfg.Seed, Bugs: cfg.Bugs.String(), Wanted: cfg.Until},
 	}
+	d.work = newWorkCount(d.procOf, d.isSweeper)
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	d.start = monotonicNanos()
-	err = d.attack(ctx)
+	d.report.Stopped, err = d.attack(ctx)
+	fmt.Fprintf(d.cfg.Log, "stress: stopping: %s\n", d.report.Stopped)
 	d.stopAll()
 	d.report.Elapsed = time.Since(start)
+	fmt.Fprintf(d.cfg.Log, "stress: stopped after %v\n", d.report.Elapsed.Round(time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -116,44 +140,109 @@ func (d *driver) setup() error {
 	return r.close()
 }
 
-// attack runs the workers, killing and restarting them, until time, the
-// op budget or ctx runs out.
-func (d *driver) attack(ctx context.Context) error {
+// Why a run stopped, for Report.Stopped.
+const (
+	StoppedDuration    = "its duration passed"
+	StoppedWork        = "it had done the work asked"
+	StoppedCap         = "it reached its time cap"
+	StoppedMaxOps      = "it reached its bound on calls"
+	StoppedInterrupted = "it was interrupted"
+)
+
+// attack runs the workers, killing and restarting them, until the work is
+// done, or time, the op budget or ctx runs out, and says which.
+func (d *driver) attack(ctx context.Context) (string, error) {
 	for slot := range d.live {
 		if err := d.launch(slot); err != nil {
-			return err
+			return "", err
 		}
 	}
 	deadline := time.Now().Add(d.cfg.Duration)
 	nextKill := d.killAfter()
+	nextTail := time.Now()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return StoppedInterrupted, nil
 		case <-tick.C:
 		}
 		for slot, p := range d.live {
 			select {
 			case <-p.done:
-				d.report.violate(KindWorker, "worker c%d exited by itself (%v): %s", p.client, p.exitErr, tail(p.stderr))
+				d.report.violate(KindWorker, "worker %s exited by itself (%v): %s", p.name(), p.exitErr, stderrTail(p.stderr))
 				if err := d.launch(slot); err != nil {
-					return err
+					return "", err
 				}
 			default:
 			}
 		}
-		if time.Now().After(deadline) || (d.cfg.MaxOps > 0 && d.ops() >= d.cfg.MaxOps) {
-			return nil
+		if !d.cfg.Until.IsZero() && time.Now().After(nextTail) {
+			d.readJournals()
+			nextTail = time.Now().Add(tailEvery)
+			if d.done().covers(d.cfg.Until) {
+				return StoppedWork, nil
+			}
+		}
+		switch {
+		case time.Now().After(deadline) && d.cfg.Until.IsZero():
+			return StoppedDuration, nil
+		case time.Now().After(deadline):
+			return StoppedCap, nil
+		case d.cfg.MaxOps > 0 && d.ops() >= d.cfg.MaxOps:
+			return StoppedMaxOps, nil
 		}
 		if !nextKill.IsZero() && time.Now().After(nextKill) {
 			if err := d.kill(d.rng.IntN(len(d.live))); err != nil {
-				return err
+				return "", err
 			}
 			nextKill = d.killAfter()
 		}
 	}
+}
+
+// readJournals feeds the work counts what the journals gained since the
+// last read.
+func (d *driver) readJournals() {
+	for _, p := range d.procs {
+		if p.tailedOut {
+			continue
+		}
+		if err := p.tail.read(d.work.add); err != nil {
+			fmt.Fprintf(d.cfg.Log, "stress: read %s while it runs: %v\n", p.tail.path, err)
+			p.tailedOut = true
+		}
+	}
+}
+
+// done returns the work done so far, as the run goes on.
+func (d *driver) done() Work {
+	return Work{Calls: d.ops(), Kills: d.report.Kills, Grants: d.work.grants, Contended: d.work.contended, Swept: d.work.swept}
+}
+
+// isSweeper reports whether client records a worker's sweep statements.
+func (d *driver) isSweeper(client int) bool {
+	i := d.procOf(client)
+	return i >= 0 && d.procs[i].cfg.sweepClient() == client && !d.cfg.StepClock
+}
+
+// procOf returns the index of the process a client belongs to (-1 for
+// none).
+func (d *driver) procOf(client int) int {
+	i, found := slices.BinarySearchFunc(d.procs, client, func(p *proc, c int) int {
+		switch {
+		case c < p.cfg.Client:
+			return 1
+		case c > p.cfg.sweepClient():
+			return -1
+		}
+		return 0
+	})
+	if !found {
+		return -1
+	}
+	return i
 }
 
 // killAfter returns when the next kill is due: exponentially distributed
@@ -174,17 +263,22 @@ func (d *driver) ops() int {
 	return n
 }
 
-// launch starts a new worker in slot.
+// launch starts a new worker in slot, with client ids of its own.
 func (d *driver) launch(slot int) error {
-	client := len(d.procs) + 1
+	index := len(d.procs)
+	first := d.clients + 1
+	d.clients += d.cfg.Goroutines + 2
 	p := &proc{
-		slot: slot, client: client, done: make(chan struct{}),
-		journal: filepath.Join(d.cfg.Dir, fmt.Sprintf("journal-%04d.jsonl", client)),
-		stderr:  filepath.Join(d.cfg.Dir, fmt.Sprintf("worker-%04d.stderr", client)),
+		index: index, slot: slot, done: make(chan struct{}),
+		cfg: workerConfig{Path: d.path, Resource: d.resource,
+			Journal: filepath.Join(d.cfg.Dir, fmt.Sprintf("journal-%04d.jsonl", index+1)),
+			Notes:   filepath.Join(d.cfg.Dir, fmt.Sprintf("notes-%04d.jsonl", index+1)),
+			Client:  first, Goroutines: d.cfg.Goroutines, StepClock: d.cfg.StepClock,
+			Seed: d.cfg.Seed, Bugs: d.cfg.Bugs.String(), StartNanos: d.start, EpochNanos: int64(d.cfg.EpochEvery)},
+		stderr: filepath.Join(d.cfg.Dir, fmt.Sprintf("worker-%04d.stderr", index+1)),
 	}
-	raw, err := json.Marshal(workerConfig{Path: d.path, Resource: d.resource, Journal: p.journal,
-		Client: client, Seed: d.cfg.Seed, Bugs: d.cfg.Bugs.String(),
-		StartNanos: d.start, EpochNanos: int64(d.cfg.EpochEvery)})
+	p.tail.path = p.cfg.Journal
+	raw, err := json.Marshal(p.cfg)
 	if err != nil {
 		return fmt.Errorf("stress: %w", err)
 	}
@@ -203,6 +297,7 @@ func (d *driver) launch(slot int) error {
 	if err != nil {
 		return fmt.Errorf("stress: %w", err)
 	}
+	p.launched = monotonicNanos()
 	if err := p.cmd.Start(); err != nil {
 		return fmt.Errorf("stress: start worker: %w", err)
 	}
@@ -233,11 +328,11 @@ func (d *driver) kill(slot int) error {
 	}
 	p.killed = true
 	if err := p.cmd.Process.Kill(); err != nil {
-		return fmt.Errorf("stress: kill c%d: %w", p.client, err)
+		return fmt.Errorf("stress: kill %s: %w", p.name(), err)
 	}
 	<-p.done
 	d.report.Kills++
-	fmt.Fprintf(d.cfg.Log, "stress: killed c%d after %d calls\n", p.client, p.ops.Load())
+	fmt.Fprintf(d.cfg.Log, "stress: killed %s after %d calls\n", p.name(), p.ops.Load())
 	return d.launch(slot)
 }
 
@@ -258,20 +353,20 @@ func (d *driver) stopAll() {
 		select {
 		case <-p.done:
 		case <-timeout:
-			d.report.violate(KindWorker, "worker c%d did not stop within %v: %s", p.client, stopTimeout, tail(p.stderr))
+			d.report.violate(KindWorker, "worker %s did not stop within %v: %s", p.name(), stopTimeout, stderrTail(p.stderr))
 			p.killed = true
 			_ = p.cmd.Process.Kill()
 			<-p.done
 			continue
 		}
 		if p.exitErr != nil {
-			d.report.violate(KindWorker, "worker c%d failed at the end (%v): %s", p.client, p.exitErr, tail(p.stderr))
+			d.report.violate(KindWorker, "worker %s failed at the end (%v): %s", p.name(), p.exitErr, stderrTail(p.stderr))
 		}
 	}
 }
 
-// tail returns the end of a worker's stderr, for a report.
-func tail(path string) string {
+// stderrTail returns the end of a worker's stderr, for a report.
+func stderrTail(path string) string {
 	const max = 2000
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/statekit/statekit/internal/checks"
 )
 
 // Kinds of violation, for Violation.Kind.
@@ -14,22 +16,35 @@ const (
 	KindLinearizability = "linearizability"
 	// KindDuplicateToken: one fencing token went to two owners, or the
 	// fenced resource accepted one token from two holders.
-	KindDuplicateToken = "duplicate-token"
+	KindDuplicateToken = checks.KindDuplicateToken
 	// KindTokenOrder: a grant that began after another returned got a
 	// lower token, or the resource's accepted tokens went down.
-	KindTokenOrder = "token-order"
+	KindTokenOrder = checks.KindTokenOrder
 	// KindFence: the resource accepted a write with a token its writer was
 	// never seen to be granted.
-	KindFence = "fence"
+	KindFence = checks.KindFence
 	// KindCounter: a counter lost or invented an increment, or two
 	// increments returned the same value.
-	KindCounter = "counter"
+	KindCounter = checks.KindCounter
+	// KindBuffered: a worker's flushes took more buffered increments than
+	// its callers buffered, or a clean close left some unwritten.
+	KindBuffered = checks.KindBuffered
+	// KindClock: a worker's engine time did not move with CLOCK_MONOTONIC
+	// while it ran, or started behind a time a finished call had used.
+	KindClock = checks.KindClock
+	// KindEngineError: a call failed with an error the model has no kind
+	// for (an I/O error, ErrBusy after the long busy timeout, ...). No
+	// fault is injected, so nothing explains it.
+	KindEngineError = "engine-error"
 	// KindIntegrity: the file failed state.DB.Check or the resource failed
 	// integrity_check, or a file could not be read back.
 	KindIntegrity = "integrity"
 	// KindWorker: a worker failed to open the file, crashed, exited by
 	// itself or did not stop.
 	KindWorker = "worker"
+	// KindShortRun: the run stopped (at its time cap, its bound on calls,
+	// or interrupted) before it had done the work Config.Until asked.
+	KindShortRun = "short-run"
 )
 
 // maxViolationsPerKind bounds what a report lists of one kind; the rest
@@ -44,18 +59,27 @@ type Violation struct {
 
 // Report is what a run did and found.
 type Report struct {
-	Seed      uint64
-	Bugs      string // the planted bugs, "" for none
-	Dir       string // where the run's files are
-	Processes int    // workers at once
-	Started   int    // worker processes started, restarts included
-	Kills     int    // SIGKILLs sent
-	Elapsed   time.Duration
+	Seed       uint64
+	Bugs       string // the planted bugs, "" for none
+	Dir        string // where the run's files are
+	Processes  int    // workers at once
+	Goroutines int    // clients calling at once in each worker
+	StepClock  bool   // the workers ran on a stepped clock, without background work
+	Started    int    // worker processes started, restarts included
+	Kills      int    // SIGKILLs sent
+	Elapsed    time.Duration
+	// Stopped says why the attack stopped (one of the Stopped constants).
+	Stopped string
+	// Done is the work the run did, counted over the whole history, and
+	// Wanted what Config.Until asked for.
+	Done, Wanted Work
 
-	Operations int // calls recorded
+	Operations int // calls recorded, flushes included
 	Cut        int // calls a kill left unknown
 	Failed     int // calls that failed with an error the model does not know
-	Grants     int // lease grants with a known token
+	Flushes    int // flushes of buffered increments recorded
+	Buffered   int // buffered increments made
+	Sweeps     int // recorded sweeps that deleted keys (Done.Swept says how many)
 	Fenced     int // writes the fenced resource accepted
 	Refused    int // writes it refused for a stale token
 
@@ -108,6 +132,13 @@ func (r *Report) violate(kind, format string, args ...any) {
 	r.Violations = append(r.Violations, v)
 }
 
+// violations records each of vs.
+func (r *Report) violations(vs []checks.Violation) {
+	for _, v := range vs {
+		r.violate(v.Kind, "%s", v.Detail)
+	}
+}
+
 // Verdict is "PASS" or "FAIL".
 func (r *Report) Verdict() string {
 	if r.OK() {
@@ -124,13 +155,26 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	if r.Bugs != "" {
 		bugs = ", planted bug " + r.Bugs
 	}
-	fmt.Fprintf(&b, "stress: seed %d%s, %s\n", r.Seed, bugs, r.Dir)
-	fmt.Fprintf(&b, "processes:   %d at once, %d started, %d killed with SIGKILL, %v\n",
-		r.Processes, r.Started, r.Kills, r.Elapsed.Round(time.Millisecond))
+	mode := "default options (real clock, background work)"
+	if r.StepClock {
+		mode = "stepped clock, no background work"
+	}
+	fmt.Fprintf(&b, "stress: seed %d%s, %s, %s\n", r.Seed, bugs, mode, r.Dir)
+	fmt.Fprintf(&b, "processes:   %d at once of %d clients each, %d started, %d killed with SIGKILL, %v; stopped because %s\n",
+		r.Processes, r.Goroutines, r.Started, r.Kills, r.Elapsed.Round(time.Millisecond), r.Stopped)
 	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s), %d cut by a kill, %d failed with an error\n",
 		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), r.Cut, r.Failed)
-	fmt.Fprintf(&b, "leases:      %d grants, fenced resource accepted %d writes and refused %d stale tokens\n",
-		r.Grants, r.Fenced, r.Refused)
+	fmt.Fprintf(&b, "flushes:     %d buffered increments, %d flushes\n", r.Buffered, r.Flushes)
+	sweeps := "sweep calls"
+	if !r.StepClock {
+		sweeps = "background and inline sweep statements"
+	}
+	fmt.Fprintf(&b, "sweeps:      %d %s deleted %d expired keys\n", r.Sweeps, sweeps, r.Done.Swept)
+	fmt.Fprintf(&b, "leases:      %d grants (%d contended), fenced resource accepted %d writes and refused %d stale tokens\n",
+		r.Done.Grants, r.Done.Contended, r.Fenced, r.Refused)
+	if !r.Wanted.IsZero() {
+		fmt.Fprintf(&b, "work:        did %s; asked for %s\n", r.Done, r.Wanted)
+	}
 	fmt.Fprintf(&b, "clocks:      engine clocks of the processes spread over %v\n", r.ClockSpread)
 	fmt.Fprintf(&b, "linearizable: %s, checked in %v\n", r.Linearizability, r.CheckTime.Round(time.Millisecond))
 	if r.HTML != "" {

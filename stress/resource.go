@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/statekit/statekit/internal/checks"
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
 
@@ -22,13 +23,13 @@ CREATE TABLE IF NOT EXISTS writes(
 	seq      INTEGER PRIMARY KEY AUTOINCREMENT,
 	name     TEXT NOT NULL,
 	token    INTEGER NOT NULL,
-	client   INTEGER NOT NULL,
+	holder   TEXT NOT NULL,
 	accepted INTEGER NOT NULL
 );`
 	fenceGetSQL    = `SELECT token FROM fence WHERE name = ?1`
 	fenceSetSQL    = `INSERT INTO fence(name, token) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET token = excluded.token`
-	fenceLogSQL    = `INSERT INTO writes(name, token, client, accepted) VALUES (?1, ?2, ?3, ?4)`
-	fenceWritesSQL = `SELECT seq, name, token, client, accepted FROM writes ORDER BY seq`
+	fenceLogSQL    = `INSERT INTO writes(name, token, holder, accepted) VALUES (?1, ?2, ?3, ?4)`
+	fenceWritesSQL = `SELECT name, token, holder, accepted FROM writes ORDER BY seq`
 )
 
 // resource is a handle on the fenced resource.
@@ -55,7 +56,7 @@ func (r *resource) close() error { return r.db.Close() }
 
 // write is a holder's write under token: accepted unless the resource has
 // accepted a higher token for name, and logged either way.
-func (r *resource) write(ctx context.Context, name string, token int64, client int) (accepted bool, err error) {
+func (r *resource) write(ctx context.Context, name string, token int64, holder string) (accepted bool, err error) {
 	conn, err := r.db.Conn(ctx)
 	if err != nil {
 		return false, fmt.Errorf("fenced write: %w", err)
@@ -75,7 +76,7 @@ func (r *resource) write(ctx context.Context, name string, token int64, client i
 				return err
 			}
 		}
-		_, err := conn.ExecContext(ctx, fenceLogSQL, name, token, client, accepted)
+		_, err := conn.ExecContext(ctx, fenceLogSQL, name, token, holder, accepted)
 		return err
 	}()
 	if err != nil {
@@ -88,17 +89,8 @@ func (r *resource) write(ctx context.Context, name string, token int64, client i
 	return accepted, nil
 }
 
-// fencedWrite is one row of the resource's log.
-type fencedWrite struct {
-	seq      int64
-	name     string
-	token    int64
-	client   int
-	accepted bool
-}
-
 // writes returns the log in order, and what integrity_check says.
-func (r *resource) writes(ctx context.Context) ([]fencedWrite, string, error) {
+func (r *resource) writes(ctx context.Context) ([]checks.FenceWrite, string, error) {
 	var integrity string
 	if err := r.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil {
 		return nil, "", fmt.Errorf("resource integrity_check: %w", err)
@@ -108,10 +100,10 @@ func (r *resource) writes(ctx context.Context) ([]fencedWrite, string, error) {
 		return nil, "", fmt.Errorf("resource log: %w", err)
 	}
 	defer rows.Close()
-	var out []fencedWrite
+	var out []checks.FenceWrite
 	for rows.Next() {
-		var w fencedWrite
-		if err := rows.Scan(&w.seq, &w.name, &w.token, &w.client, &w.accepted); err != nil {
+		var w checks.FenceWrite
+		if err := rows.Scan(&w.Name, &w.Token, &w.Holder, &w.Accepted); err != nil {
 			return nil, "", fmt.Errorf("resource log: %w", err)
 		}
 		out = append(out, w)

@@ -9,7 +9,7 @@ import (
 
 // stepClock is the operating system's clock with a monotonic reading that
 // moves only when tick is called: between two ticks the engine's now stands
-// still, so the db.Now() a worker records is the now its next call uses.
+// still, so a call's now is the one of the tick before it (Config.StepClock).
 type stepClock struct {
 	start time.Time
 	mono  atomic.Int64 // nanoseconds since start, as of the last tick

@@ -18,14 +18,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// short is the run make test covers: small, but with real kills.
+// testCap bounds a test run's wall time. It is generous: a run stops as
+// soon as it has done its work, and reaching the cap first fails the test
+// with what was done, so a slow machine makes a test slow, never wrong.
+const testCap = 5 * time.Minute
+
+// short is the run make test covers: small, but with real kills, and run
+// until it has done enough of each thing the checks look at.
 func short(t *testing.T) stress.Config {
 	return stress.Config{
-		Dir:       t.TempDir(),
-		Processes: 3,
-		Duration:  3 * time.Second,
-		KillEvery: 150 * time.Millisecond,
-		Seed:      1,
+		Dir:        t.TempDir(),
+		Processes:  3,
+		Duration:   testCap,
+		Until:      stress.Work{Calls: 3000, Kills: 10, Grants: 50, Contended: 10, Swept: 5},
+		KillEvery:  150 * time.Millisecond,
+		EpochEvery: time.Second, // keys idle after their epoch expire and are swept
+		Seed:       1,
 	}
 }
 
@@ -40,39 +48,70 @@ func run(t *testing.T, cfg stress.Config) *stress.Report {
 	return rep
 }
 
-func TestShortStressRunFindsNothing(t *testing.T) {
-	rep := run(t, short(t))
+// assertClean asserts that a run did its work and found nothing.
+func assertClean(t *testing.T, rep *stress.Report) {
+	t.Helper()
 	assert.True(t, rep.OK(), "violations: %v", rep.Violations)
-	assert.Positive(t, rep.Kills, "workers were killed")
+	assert.Equal(t, stress.StoppedWork, rep.Stopped)
 	assert.Equal(t, rep.Processes+rep.Kills, rep.Started, "each kill restarted its worker")
-	assert.Greater(t, rep.Operations, 1000)
-	assert.Positive(t, rep.Grants)
 	assert.Positive(t, rep.Fenced)
+	assert.Positive(t, rep.Flushes, "buffered increments were flushed")
+	assert.Positive(t, rep.Sweeps, "recorded sweeps deleted keys")
 	assert.Contains(t, rep.Linearizability, "Ok")
 }
 
+func TestShortStressRunFindsNothing(t *testing.T) {
+	rep := run(t, short(t))
+	assertClean(t, rep)
+	assert.False(t, rep.StepClock)
+	assert.Equal(t, stress.DefaultGoroutines, rep.Goroutines)
+}
+
+func TestShortStepClockRunFindsNothing(t *testing.T) {
+	cfg := short(t)
+	cfg.StepClock = true
+	rep := run(t, cfg)
+	assertClean(t, rep)
+	assert.True(t, rep.StepClock)
+	assert.Equal(t, 1, rep.Goroutines)
+}
+
+// TestStressCatchesLeaseTwoStatements runs until enough grants contended
+// with another process's: each is a moment the planted bug can hand one
+// token to two holders.
 func TestStressCatchesLeaseTwoStatements(t *testing.T) {
 	cfg := short(t)
 	cfg.Bugs = bugs.Set{}.With(bugs.LeaseTwoStatements)
+	cfg.Until = stress.Work{Contended: 100}
 	rep := run(t, cfg)
-	assert.True(t, rep.Has(stress.KindDuplicateToken), "the planted bug hands one token to two holders: %v", rep.Violations)
+	assert.True(t, rep.Has(stress.KindDuplicateToken), "the planted bug hands one token to two holders, in %d contended grants: %v",
+		rep.Done.Contended, rep.Violations)
 	assert.True(t, rep.Has(stress.KindLinearizability))
 	assert.False(t, rep.OK())
 }
 
-func TestStressWithoutKillsStopsByOpCount(t *testing.T) {
+func TestStressWithoutKillsStopsByWork(t *testing.T) {
 	cfg := short(t)
 	cfg.KillEvery = -1
-	cfg.MaxOps = 500
-	cfg.Duration = time.Minute
-	start := time.Now()
+	cfg.Until = stress.Work{Calls: 500}
 	rep := run(t, cfg)
 	assert.True(t, rep.OK(), "violations: %v", rep.Violations)
+	assert.Equal(t, stress.StoppedWork, rep.Stopped)
 	assert.Zero(t, rep.Kills)
 	assert.Equal(t, 3, rep.Started)
 	assert.GreaterOrEqual(t, rep.Operations, 500)
 	assert.Zero(t, rep.Cut, "no kill, no call cut short")
-	assert.Less(t, time.Since(start), time.Minute, "MaxOps stopped the run before Duration")
+}
+
+func TestARunThatReachesItsCapFails(t *testing.T) {
+	cfg := short(t)
+	cfg.Duration = time.Second
+	cfg.Until = stress.Work{Calls: 1 << 40} // more than any machine makes in a second
+	rep := run(t, cfg)
+	assert.Equal(t, stress.StoppedCap, rep.Stopped)
+	assert.True(t, rep.Has(stress.KindShortRun), "%v", rep.Violations)
+	assert.False(t, rep.OK())
+	assert.Contains(t, rep.Violations[len(rep.Violations)-1].Detail, "having done")
 }
 
 func TestRunRefusesABadConfig(t *testing.T) {
@@ -80,8 +119,12 @@ func TestRunRefusesABadConfig(t *testing.T) {
 		{},
 		{Dir: t.TempDir(), Processes: stress.MaxProcesses + 1},
 		{Dir: t.TempDir(), Processes: -1},
+		{Dir: t.TempDir(), Goroutines: stress.MaxGoroutines + 1},
+		{Dir: t.TempDir(), StepClock: true, Goroutines: 2},
 		{Dir: t.TempDir(), MaxOps: -1},
 		{Dir: t.TempDir(), Duration: -time.Second},
+		{Dir: t.TempDir(), Until: stress.Work{Calls: -1}},
+		{Dir: t.TempDir(), KillEvery: -1, Until: stress.Work{Kills: 1}},
 	} {
 		_, err := stress.Run(t.Context(), cfg)
 		assert.ErrorIs(t, err, stress.ErrConfig, "%+v", cfg)

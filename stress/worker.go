@@ -9,11 +9,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/drive"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
@@ -28,26 +31,41 @@ const workerEnv = "STATEKIT_STRESS_WORKER"
 // Worker settings.
 const (
 	// workerBusyTimeout is long: a kill frees the locks at once, so only a
-	// hang makes a worker wait this long, and its call is then unknown.
+	// hang makes a worker wait this long, and its call then fails with
+	// ErrBusy, which the check reports. It is the one option a worker on
+	// the engine's defaults sets.
 	workerBusyTimeout = 30 * time.Second
-	// progressEvery is how many calls pass between two progress lines,
-	// each the number of calls journaled so far.
-	progressEvery = 16
+	// progressEvery is how often a worker tells the driver how many calls
+	// it has made.
+	progressEvery = 20 * time.Millisecond
 )
 
 // workerConfig is what the driver tells one worker process.
 type workerConfig struct {
 	Path     string `json:"path"`     // the state file
 	Resource string `json:"resource"` // the fenced resource
-	Journal  string `json:"journal"`  // this worker's journal
-	Client   int    `json:"client"`   // unique over the run, restarts included
-	Seed     uint64 `json:"seed"`
-	Bugs     string `json:"bugs"` // bugs.Set.String()
+	Journal  string `json:"journal"`  // this worker's journal of ops
+	Notes    string `json:"notes"`    // this worker's notes (notes.go)
+	// Clients Client .. Client+Goroutines-1 are the worker's goroutines;
+	// Client+Goroutines records its handle's flushes and, on the real
+	// clock, Client+Goroutines+1 its sweeps. All are unique over the run,
+	// restarts included.
+	Client     int    `json:"client"`
+	Goroutines int    `json:"goroutines"`
+	StepClock  bool   `json:"step_clock"`
+	Seed       uint64 `json:"seed"`
+	Bugs       string `json:"bugs"` // bugs.Set.String()
 	// StartNanos (CLOCK_MONOTONIC) and EpochNanos place every call in its
 	// epoch, the same for every worker.
 	StartNanos int64 `json:"start"`
 	EpochNanos int64 `json:"epoch"`
 }
+
+// flushClient is the client id of a worker's flushes.
+func (c workerConfig) flushClient() int { return c.Client + c.Goroutines }
+
+// sweepClient is the client id of a worker's sweeps, its last client.
+func (c workerConfig) sweepClient() int { return c.Client + c.Goroutines + 1 }
 
 // WorkerMain runs a stress worker and exits, when Run started this process
 // as one; otherwise it returns at once. Call it first in main, or in
@@ -80,17 +98,15 @@ func parseBugs(s string) (bugs.Set, error) {
 	return set, nil
 }
 
-// worker is one worker process's state.
+// worker is one worker process's state, shared by its goroutines.
 type worker struct {
 	cfg     workerConfig
 	ctx     context.Context
 	db      *state.DB
-	clock   *stepClock
+	clock   *stepClock // nil on the real clock
 	res     *resource
-	journal *os.File
-	load    workload
-	seq     int64
-	holding *state.Lease // the lease this worker holds, as far as it knows
+	journal *journal
+	calls   atomic.Int64 // calls made, for the driver's progress
 }
 
 // runWorker runs calls until stdin closes, then closes everything cleanly.
@@ -103,142 +119,409 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	w := &worker{cfg: cfg, ctx: context.Background(), clock: newStepClock(),
-		load: workload{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Client)))}}
-	w.journal, err = os.OpenFile(cfg.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
+	if cfg.Goroutines < 1 || (cfg.StepClock && cfg.Goroutines != 1) {
+		return fmt.Errorf("config: %d goroutines", cfg.Goroutines)
+	}
+	w := &worker{cfg: cfg, ctx: context.Background()}
+	if w.journal, err = openJournal(cfg.Journal, cfg.Notes); err != nil {
 		return err
 	}
-	defer w.journal.Close()
-	w.db, err = state.Open(cfg.Path, state.WithClock(w.clock), state.WithoutBackground(),
-		state.WithBusyTimeout(workerBusyTimeout), hooks.Option(hooks.Engine{Bugs: planted}).(state.Option))
-	if err != nil {
+	defer w.journal.close()
+	engine := hooks.Engine{Bugs: planted, Flushes: &flushRecorder{w: w}}
+	opts := []state.Option{state.WithBusyTimeout(workerBusyTimeout)}
+	if cfg.StepClock {
+		// Workers sweep only as a recorded verb.
+		w.clock = newStepClock()
+		opts = append(opts, state.WithClock(w.clock), state.WithoutBackground())
+	} else {
+		engine.Sweeps = &sweepRecorder{w: w}
+	}
+	opts = append(opts, hooks.Option(engine).(state.Option))
+	if w.db, err = state.Open(cfg.Path, opts...); err != nil {
 		return err
 	}
-	w.res, err = openResource(cfg.Resource)
-	if err != nil {
-		w.db.Close()
-		return err
+	if w.res, err = openResource(cfg.Resource); err != nil {
+		return errors.Join(err, w.db.Close())
 	}
+
 	var stop atomic.Bool
 	go func() {
 		_, _ = io.Copy(io.Discard, stdin)
 		stop.Store(true)
 	}()
-	out := bufio.NewWriter(stdout)
-	var reported int64
-	for !stop.Load() {
-		if err := w.step(); err != nil {
-			w.db.Close()
-			w.res.close()
-			return err
+	var wg sync.WaitGroup
+	errs := make([]error, cfg.Goroutines)
+	for i := range cfg.Goroutines {
+		c := &caller{w: w, client: cfg.Client + i,
+			load: workload{rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Client+i))), stepClock: cfg.StepClock}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if err := c.step(); err != nil {
+					errs[i] = fmt.Errorf("c%d: %w", c.client, err)
+					stop.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go w.progress(stdout, done)
+	wg.Wait()
+	close(done)
+	return errors.Join(errors.Join(errs...), withoutFlushErrors(w.db.Close()), w.res.close())
+}
+
+// withoutFlushErrors drops the *state.FlushError that Close returns when
+// its flush dropped a key's delta (a bytes value): the flush recorder has
+// recorded that answer, for the check.
+func withoutFlushErrors(err error) error {
+	var fe *state.FlushError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range j.Unwrap() {
+			if !errors.As(e, &fe) {
+				rest = append(rest, e)
+			}
 		}
-		if w.seq-reported >= progressEvery {
-			reported = w.seq
-			fmt.Fprintln(out, w.seq)
-			if err := out.Flush(); err != nil {
-				break // the driver is gone
+		return errors.Join(rest...)
+	}
+	if errors.As(err, &fe) {
+		return nil
+	}
+	return err
+}
+
+// progress prints the calls made, one number a line, whenever it changed,
+// until done.
+func (w *worker) progress(stdout io.Writer, done <-chan struct{}) {
+	out := bufio.NewWriter(stdout)
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	var reported int64
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if n := w.calls.Load(); n != reported {
+			reported = n
+			fmt.Fprintln(out, n)
+			if out.Flush() != nil {
+				return // the driver is gone
 			}
 		}
 	}
-	return errors.Join(w.db.Close(), w.res.close())
 }
 
-// step makes one move: a lease holder's, a counter's or a key verb, on the
-// keys of the current epoch.
-func (w *worker) step() error {
-	w.load.prefix = epochPrefix((monotonicNanos() - w.cfg.StartNanos) / max(w.cfg.EpochNanos, 1))
-	switch r := w.load.rng.IntN(100); {
+// caller is one goroutine of a worker: a client of its own, with its own
+// lease owner, workload and call numbers.
+type caller struct {
+	w       *worker
+	client  int
+	load    workload
+	seq     int64
+	holding *state.Lease // the lease this client holds, as far as it knows
+}
+
+// step makes one move: a lease holder's, a counter's, buffered increments
+// or a key verb, on the keys of the current epoch.
+func (c *caller) step() error {
+	c.load.prefix = epochPrefix((monotonicNanos() - c.w.cfg.StartNanos) / max(c.w.cfg.EpochNanos, 1))
+	switch r := c.load.rng.IntN(100); {
 	case r < 35:
-		return w.leaseStep()
+		return c.leaseStep()
 	case r < 50:
-		_, _, err := w.call(w.load.counter())
+		_, _, err := c.call(c.load.counter())
 		return err
+	case r < 56:
+		return c.buffer()
 	default:
-		_, _, err := w.call(w.load.plain(false))
+		_, _, err := c.call(c.load.plain(false))
 		return err
 	}
 }
 
-// owner is this worker's lease owner name: one per process, so a restarted
-// worker is a new owner and waits for its predecessor's lease to expire.
-func (w *worker) owner() string { return fmt.Sprintf("w%d", w.cfg.Client) }
+// owner is this client's lease owner name: one per goroutine of one
+// process, so a restarted worker's clients are new owners and wait for
+// their predecessors' leases to expire.
+func (c *caller) owner() string { return fmt.Sprintf("w%d", c.client) }
 
-// leaseStep asks for a lease when it holds none, and otherwise writes the
-// fenced resource, renews, asks again (an extension), releases, or walks
-// away and lets the lease expire.
-func (w *worker) leaseStep() error {
-	if w.holding == nil {
-		name := w.load.pick(leaseNames)
-		out, ok, err := w.call(model.Input{Kind: model.Lease, Key: name, Owner: w.owner(), TTLMillis: w.load.leaseTTL()})
-		if err != nil || !ok || out.Err != model.ErrNone {
-			return err
+// leaseStep asks for a lease when it holds none (alone, or now and then
+// inside an Update), and otherwise writes the fenced resource, renews,
+// asks again (an extension), releases, or walks away and lets the lease
+// expire.
+func (c *caller) leaseStep() error {
+	if c.holding == nil {
+		name := c.load.pick(leaseNames)
+		ask := model.Input{Kind: model.Lease, Key: name, Owner: c.owner(), TTLMillis: c.load.leaseTTL()}
+		var token int64
+		if c.load.rng.IntN(4) == 0 {
+			in := model.Input{Kind: model.Update, Ops: []model.Input{ask, {Kind: model.Get, Key: c.load.pick(plainKeys)}}}
+			out, ok, err := c.call(in)
+			if err != nil || !ok || out.Err != model.ErrNone || len(out.Sub) == 0 {
+				return err
+			}
+			token = out.Sub[0].Token
+		} else {
+			out, ok, err := c.call(ask)
+			if err != nil || !ok || out.Err != model.ErrNone {
+				return err
+			}
+			token = out.Token
 		}
-		w.holding = &state.Lease{Name: name, Owner: w.owner(), Token: out.Token}
-		return w.fencedWrite()
+		c.holding = &state.Lease{Name: name, Owner: c.owner(), Token: token}
+		return c.fencedWrite()
 	}
-	l := w.holding
-	switch r := w.load.rng.IntN(100); {
+	l := c.holding
+	switch r := c.load.rng.IntN(100); {
 	case r < 45:
-		return w.fencedWrite()
+		return c.fencedWrite()
 	case r < 65:
-		out, ok, err := w.call(model.Input{Kind: model.Renew, Key: l.Name, Owner: l.Owner, Token: l.Token, TTLMillis: w.load.leaseTTL()})
+		out, ok, err := c.call(model.Input{Kind: model.Renew, Key: l.Name, Owner: l.Owner, Token: l.Token, TTLMillis: c.load.leaseTTL()})
 		if ok && out.Err == model.ErrLeaseLost {
-			w.holding = nil
+			c.holding = nil
 		}
 		return err
 	case r < 70:
-		out, ok, err := w.call(model.Input{Kind: model.Lease, Key: l.Name, Owner: l.Owner, TTLMillis: w.load.leaseTTL()})
+		out, ok, err := c.call(model.Input{Kind: model.Lease, Key: l.Name, Owner: l.Owner, TTLMillis: c.load.leaseTTL()})
 		if ok && out.Err == model.ErrNone {
-			w.holding.Token = out.Token
+			c.holding.Token = out.Token
 		}
 		return err
 	case r < 95:
-		w.holding = nil
-		_, _, err := w.call(model.Input{Kind: model.Release, Key: l.Name, Owner: l.Owner, Token: l.Token})
+		c.holding = nil
+		_, _, err := c.call(model.Input{Kind: model.Release, Key: l.Name, Owner: l.Owner, Token: l.Token})
 		return err
 	}
-	w.holding = nil
+	c.holding = nil
 	return nil
 }
 
 // fencedWrite writes the resource with the held token. A refusal means a
 // newer token exists: the lease is lost.
-func (w *worker) fencedWrite() error {
-	accepted, err := w.res.write(w.ctx, w.holding.Name, w.holding.Token, w.cfg.Client)
+func (c *caller) fencedWrite() error {
+	accepted, err := c.w.res.write(c.w.ctx, c.holding.Name, c.holding.Token, c.owner())
 	if err != nil {
 		return err
 	}
 	if !accepted {
-		w.holding = nil
+		c.holding = nil
 	}
 	return nil
 }
 
-// call runs in on the engine and journals it: first as unknown, with its
-// call time and now, then with the answer and the return time. ok is false
-// when the engine failed with an error the model does not know (the call's
-// outcome is unknown); err only when the journal cannot be written.
-func (w *worker) call(in model.Input) (out model.Output, ok bool, err error) {
-	w.seq++
-	w.clock.tick()
-	in.NowMillis = w.db.Now().UnixMilli()
-	op := linearizability.Op{Client: w.cfg.Client, Seq: w.seq, Input: in, Unknown: true, Call: monotonicNanos()}
-	if in.Kind == model.Lease {
+// buffer adds buffered increments, each noted before it is made, and now
+// and then flushes them (always with the stepped clock, which has no
+// background flusher). The handle's flushes, whoever makes them, are
+// recorded by flushRecorder.
+func (c *caller) buffer() error {
+	for _, inc := range c.load.buffered() {
+		if err := c.w.journal.note(note{Kind: noteBuffered, Client: c.client, Key: inc.key, Delta: inc.delta}); err != nil {
+			return err
+		}
+		if err := c.w.db.IncrBuffered(inc.key, inc.delta); err != nil {
+			return c.w.failed(c.client, 0, fmt.Sprintf("incrbuffered(%q, %+d)", inc.key, inc.delta), err)
+		}
+	}
+	if !c.w.cfg.StepClock && c.load.rng.IntN(3) != 0 {
+		return nil
+	}
+	if c.w.clock != nil {
+		c.w.clock.tick()
+	}
+	c.w.calls.Add(1)
+	var fe *state.FlushError
+	if err := c.w.db.Flush(c.w.ctx); err != nil && !errors.As(err, &fe) {
+		return c.w.failed(c.client, 0, "flush", err)
+	}
+	return nil
+}
+
+// failed notes an error the model has no answer for, which the check
+// reports, and tells stderr. It returns an error only when the note cannot
+// be written.
+func (w *worker) failed(client int, seq int64, what string, err error) error {
+	fmt.Fprintf(os.Stderr, "c%d #%d %s: %v\n", client, seq, what, err)
+	return w.journal.note(note{Kind: noteError, Client: client, Seq: seq, Op: what, Err: err.Error()})
+}
+
+// claim is the engine time a call ran at, as the engine reports it.
+type claim struct {
+	mu      sync.Mutex
+	claimed bool
+	err     error // of journalling the op once its time was claimed
+}
+
+// call runs in on the engine and journals it. The engine reports the time
+// it runs the call at (hooks.WithNow) as it claims it, before it runs the
+// call, and the op is journalled then, with its call time, as unknown: a
+// call killed after that point may have taken effect. A call that never
+// got a time never ran and is not journalled. The answer is journalled when the call returns. ok is
+// false when the engine failed with an error the model has no kind for:
+// the call's outcome is unknown, and the error is noted for the check to
+// report. err is set only when the journal cannot be written.
+func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
+	c.seq++
+	c.w.calls.Add(1)
+	if c.w.clock != nil {
+		c.w.clock.tick()
+	}
+	op := linearizability.Op{Client: c.client, Seq: c.seq, Input: in, Unknown: true, Call: monotonicNanos()}
+	if grants(in) {
 		op.Durability = linearizability.Full // a grant commits with synchronous=FULL
 	}
-	if err := linearizability.Encode(w.journal, op); err != nil {
-		return out, false, err
-	}
-	res := drive.Run(w.ctx, w.db, in)
-	op.Return = monotonicNanos()
-	if res.Err != nil {
-		fmt.Fprintf(os.Stderr, "c%d #%d %s: %v\n", w.cfg.Client, w.seq, in, res.Err)
-		if in.Kind == model.Flush {
-			op.Return = 0 // its deltas stay buffered and may be written later
+	var cl claim
+	ctx := hooks.WithNow(c.w.ctx, func(now int64) {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		if cl.claimed {
+			return // a Sweep claims a time per batch and deletes what expired by its first
 		}
-		return out, false, linearizability.Encode(w.journal, op)
+		cl.claimed = true
+		op.Input.NowMillis = now
+		cl.err = c.w.journal.op(op)
+	})
+	res := drive.Run(ctx, c.w.db, in)
+	ret := monotonicNanos()
+	cl.mu.Lock()
+	claimed, jerr := cl.claimed, cl.err
+	cl.mu.Unlock()
+	if jerr != nil {
+		return out, false, jerr
 	}
-	op.Unknown, op.Output = false, res.Out
-	return res.Out, true, linearizability.Encode(w.journal, op)
+	if res.Err != nil {
+		if !claimed {
+			return out, false, c.w.failed(c.client, c.seq, in.String(), res.Err)
+		}
+		op.Return = ret
+		return out, false, errors.Join(c.w.failed(c.client, c.seq, in.String(), res.Err), c.w.journal.op(op))
+	}
+	op.Unknown, op.Output, op.Return = false, res.Out, ret
+	return res.Out, true, c.w.journal.op(op)
+}
+
+// grants reports whether in may grant a lease.
+func grants(in model.Input) bool {
+	if in.Kind == model.Lease {
+		return true
+	}
+	for _, sub := range in.Ops {
+		if sub.Kind == model.Lease {
+			return true
+		}
+	}
+	return false
+}
+
+// flushRecorder records every flush of the worker's handle (hooks.Engine
+// Flushes) as a Flush op of the worker's flush client: the background
+// flusher's, a caller's Flush, and Close's. It journals the op as unknown
+// with the deltas the flush took before the flush writes them, and again
+// with its outcome after: written, some keys dropped (per-key errors), or
+// nothing written and the deltas back in the buffer (an op with no
+// increments, which the check leaves out).
+type flushRecorder struct {
+	w   *worker
+	seq atomic.Int64
+}
+
+var _ hooks.FlushObserver = (*flushRecorder)(nil)
+
+// Flushing journals the flush of deltas about to be written.
+func (f *flushRecorder) Flushing(deltas map[string]int64) func(nowMillis int64, err error, restored bool) {
+	w := f.w
+	op := linearizability.Op{Client: w.cfg.flushClient(), Seq: f.seq.Add(1), Unknown: true, Call: monotonicNanos(),
+		Input: model.Input{Kind: model.Flush, Ops: flushOps(deltas)}}
+	// The engine time the flush will claim is not known yet: a flush cut
+	// by a kill keeps the engine's time at its call, which moves with the
+	// same clock and misses the claimed one by what the flush waited.
+	op.Input.NowMillis = w.db.Now().UnixMilli()
+	jerr := w.journal.op(op)
+	return func(nowMillis int64, err error, restored bool) {
+		op.Return = monotonicNanos()
+		if nowMillis != 0 {
+			op.Input.NowMillis = nowMillis
+		}
+		var fe *state.FlushError
+		switch {
+		case restored:
+			op.Unknown, op.Input.Ops = false, nil
+		case err == nil:
+			op.Unknown, op.Output = false, model.Output{Sub: make([]model.Output, len(op.Input.Ops))}
+		case errors.As(err, &fe):
+			op.Unknown, op.Output = false, model.Output{Sub: make([]model.Output, len(op.Input.Ops))}
+			for i, sub := range op.Input.Ops {
+				if kerr, ok := fe.Dropped[sub.Key]; ok {
+					kind, known := checks.ErrKind(kerr)
+					if !known {
+						op.Unknown = true
+						jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, "flush of "+sub.Key, kerr))
+					}
+					op.Output.Sub[i].Err = kind
+				}
+			}
+			if op.Unknown {
+				op.Output = model.Output{}
+			}
+		}
+		if err != nil && fe == nil {
+			jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, op.Input.String(), err))
+		}
+		if jerr = errors.Join(jerr, w.journal.op(op)); jerr != nil {
+			fmt.Fprintln(os.Stderr, "stress worker: journal a flush:", jerr)
+			os.Exit(1) // the engine's goroutine cannot return it
+		}
+	}
+}
+
+// flushOps returns deltas as the IncrBy ops of a Flush, in key order.
+func flushOps(deltas map[string]int64) []model.Input {
+	out := make([]model.Input, 0, len(deltas))
+	for k, d := range deltas {
+		out = append(out, model.Input{Kind: model.IncrBy, Key: k, Delta: d})
+	}
+	sortInputsByKey(out)
+	return out
+}
+
+// sweepRecorder records every sweep statement of the worker's handle on
+// the real clock (hooks.Engine Sweeps), the background sweeper's and the
+// inline ones alike, as an op of the worker's sweep client. Before the
+// statement it journals an unknown Sweep at the sweep's cutoff: a sweep a
+// kill cut may have deleted any key expired then. After it, the keys it
+// deleted, as a Del of them at the cutoff that found none live (a sweep
+// that deleted a live key fails that), or, when it deleted none, an op with
+// no keys, which the check leaves out.
+type sweepRecorder struct {
+	w   *worker
+	seq atomic.Int64
+}
+
+var _ hooks.SweepObserver = (*sweepRecorder)(nil)
+
+// Sweeping journals the sweep statement about to run.
+func (s *sweepRecorder) Sweeping(cutoffMillis int64) func(keys []string, err error) {
+	w := s.w
+	op := linearizability.Op{Client: w.cfg.sweepClient(), Seq: s.seq.Add(1), Unknown: true, Call: monotonicNanos(),
+		Input: model.Input{Kind: model.Sweep, NowMillis: cutoffMillis}}
+	jerr := w.journal.op(op)
+	return func(keys []string, err error) {
+		op.Return = monotonicNanos()
+		if err != nil {
+			jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, op.Input.String(), err))
+		} else {
+			keys = slices.Clone(keys)
+			slices.Sort(keys)
+			op.Unknown = false
+			op.Input = model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoffMillis}
+			op.Output = model.Output{N: 0}
+		}
+		if jerr = errors.Join(jerr, w.journal.op(op)); jerr != nil {
+			fmt.Fprintln(os.Stderr, "stress worker: journal a sweep:", jerr)
+			os.Exit(1) // the engine's goroutine cannot return it
+		}
+	}
 }

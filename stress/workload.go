@@ -16,6 +16,10 @@ import (
 var (
 	// plainKeys take every key verb, transactions and buffered increments.
 	plainKeys = []string{"a", "b", "c"}
+	// coldKeys take the same verbs, an eighth as often: between two writes
+	// their TTLs run out, so reads meet expired keys and sweeps delete
+	// them while the epoch goes on.
+	coldKeys = []string{"t0", "t1"}
 	// counterKeys take only IncrBy +1, so their final values are exact.
 	counterKeys = []string{"n0", "n1"}
 	// leaseNames are the leases holders fight over; each guards the fenced
@@ -36,10 +40,11 @@ const (
 // Expire, delete.
 var keyTTLsMillis = []int64{0, 0, 0, 30, 100, 300, 1000, 5000}
 
-// workload draws a worker's calls from its own seeded source.
+// workload draws one client's calls from its own seeded source.
 type workload struct {
-	rng    *rand.Rand
-	prefix string // the current epoch's key prefix
+	rng       *rand.Rand
+	prefix    string // the current epoch's key prefix
+	stepClock bool   // workers sweep as a recorded verb
 }
 
 // pick returns one of from, in the current epoch.
@@ -78,13 +83,18 @@ func (w *workload) leaseTTL() int64 {
 }
 
 // plain returns a call of a key verb on the plain keys; inTx leaves out
-// what cannot run inside an Update.
+// what cannot run inside an Update. Buffered increments are not among
+// them: a worker buffers them itself (buffered).
 func (w *workload) plain(inTx bool) model.Input {
-	n := 12
+	n := 11
 	if inTx {
 		n = 7
 	}
-	key := w.pick(plainKeys)
+	keys := plainKeys
+	if w.rng.IntN(8) == 0 {
+		keys = coldKeys
+	}
+	key := w.pick(keys)
 	switch w.rng.IntN(n) {
 	case 0:
 		return model.Input{Kind: model.Get, Key: key}
@@ -105,7 +115,7 @@ func (w *workload) plain(inTx bool) model.Input {
 	case 6:
 		return model.Input{Kind: model.Del, Keys: []string{key}}
 	case 7:
-		return model.Input{Kind: model.Del, Keys: []string{key, w.pick(plainKeys)}}
+		return model.Input{Kind: model.Del, Keys: []string{key, w.pick(keys)}}
 	case 8:
 		ops := make([]model.Input, 2+w.rng.IntN(maxUpdateOps-1))
 		for i := range ops {
@@ -113,18 +123,35 @@ func (w *workload) plain(inTx bool) model.Input {
 		}
 		return model.Input{Kind: model.Update, Ops: ops, Abort: w.rng.IntN(8) == 0}
 	case 9:
-		ops := make([]model.Input, 1+w.rng.IntN(maxFlushOps))
-		for i := range ops {
-			ops[i] = model.Input{Kind: model.IncrBy, Key: w.pick(plainKeys), Delta: int64(w.rng.IntN(5) - 1)}
-		}
-		return model.Input{Kind: model.Flush, Ops: ops}
-	case 10:
-		if w.rng.IntN(4) == 0 {
+		// On the real clock the engine sweeps in the background and
+		// inline, and the sweep recorder records each statement.
+		if w.stepClock && w.rng.IntN(4) == 0 {
 			return model.Input{Kind: model.Sweep}
 		}
 		return model.Input{Kind: model.Get, Key: key}
 	}
 	return model.Input{Kind: model.TTL, Key: key}
+}
+
+// increment is one buffered increment: IncrBuffered(key, delta).
+type increment struct {
+	key   string
+	delta int64
+}
+
+// buffered returns one or two buffered increments, on plain and counter
+// keys, each adding 0 to 3 (never less: a counter key's final value is
+// bounded by its increments only when none subtracts).
+func (w *workload) buffered() []increment {
+	out := make([]increment, 1+w.rng.IntN(maxFlushOps))
+	for i := range out {
+		keys := plainKeys
+		if w.rng.IntN(2) == 0 {
+			keys = counterKeys
+		}
+		out[i] = increment{key: w.pick(keys), delta: w.rng.Int64N(4)}
+	}
+	return out
 }
 
 // counter returns a +1 on a counter key.

@@ -1,18 +1,30 @@
 // Command statestress attacks statekit's real path: several worker
-// processes share one state file on disk and run every verb while the
-// driver kills random workers with SIGKILL and restarts them; then it checks
-// the whole history for linearizability, the fencing tokens, the counters
-// and the file's integrity. It prints what it did and the verdict, and
-// exits 1 on any violation.
+// processes share one state file on disk and run every verb from several
+// goroutines each while the driver kills random workers with SIGKILL and
+// restarts them; then it checks the whole history for linearizability, the
+// fencing tokens, the counters and buffered increments, the clocks and the
+// file's integrity. It prints what it did and the verdict, and exits 1 on
+// any violation.
 //
-//	statestress                                  # 4 processes, 10s, a kill every 250ms
+// Workers open the file with the engine's default options: the real
+// clock, and the background sweeper, flusher and checkpointer, so kills
+// land in group commits and background checkpoints. -step-clock runs them
+// as the first stress runs did: a clock that moves only between calls, no
+// background work, one call at a time.
+//
+//	statestress                                  # 4 processes of 4 goroutines, 10s, a kill every 250ms
 //	statestress -procs 8 -duration 2m -kill-every 100ms
+//	statestress -step-clock -duration 60s        # stepped clock, no background work
 //	for s in 1 2 3 4 5; do statestress -seed $s -duration 60s || break; done   # longer: several runs
-//	statestress -bug lease-two-statements        # must FAIL: duplicate fencing tokens
+//	statestress -until-calls 5000 -until-kills 20 -duration 5m   # until that much is done; failing at 5m
+//	statestress -bug lease-two-statements -until-contended 100 -expect duplicate-token   # the canary
 //	statestress -dir /var/tmp/run -keep          # keep the files to look at
 //
-// The files go to a new directory under -dir (the system's temporary
-// directory by default), removed after a run that passed unless -keep.
+// With any -until flag the run stops as soon as it has done that much
+// work, and -duration (5m unless given) is a cap: a run that reaches it
+// first fails, saying how much it did. The files go to a new directory
+// under -dir (the system's temporary directory by default), removed after
+// a run that passed unless -keep.
 package main
 
 import (
@@ -40,16 +52,26 @@ func main() {
 }
 
 // run parses args, runs the stress test and returns the exit code: 0 for a
-// pass, 1 for a violation, 2 when it could not run.
+// pass, 1 for a violation, 2 when it could not run. With -expect KIND the
+// run passes when it finds a violation of that kind, and fails otherwise.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("statestress", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	procs := fs.Int("procs", stress.DefaultProcesses, "worker processes at once")
-	duration := fs.Duration("duration", stress.DefaultDuration, "how long to attack")
-	ops := fs.Int("ops", defaultOps, "stop after this many calls (0: only -duration)")
+	goroutines := fs.Int("goroutines", stress.DefaultGoroutines, "goroutines calling verbs in each worker, each its own client (1 with -step-clock)")
+	stepClock := fs.Bool("step-clock", false, "run the workers on a stepped clock, without background work, one call at a time")
+	duration := fs.Duration("duration", stress.DefaultDuration, "how long to attack; with an -until flag, the cap (default "+stress.DefaultCap.String()+")")
+	ops := fs.Int("ops", defaultOps, "stop after this many calls (0: no bound)")
+	var until stress.Work
+	fs.IntVar(&until.Calls, "until-calls", 0, "stop once this many calls are recorded")
+	fs.IntVar(&until.Kills, "until-kills", 0, "stop once this many workers were killed")
+	fs.IntVar(&until.Grants, "until-grants", 0, "stop once this many lease grants were seen")
+	fs.IntVar(&until.Contended, "until-contended", 0, "stop once this many grants overlapped another process's lease call")
+	fs.IntVar(&until.Swept, "until-swept", 0, "stop once recorded sweeps deleted this many expired keys")
 	killEvery := fs.Duration("kill-every", stress.DefaultKillEvery, "mean time between two SIGKILLs (0 or less: none)")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the workload and kill schedule")
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
+	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
 	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "porcupine's time limit per partition")
 	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory)")
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
@@ -62,12 +84,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "statestress: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *procs < 1 || *procs > stress.MaxProcesses || *duration <= 0 || *ops < 0 || *epoch <= 0 {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *stepClock && !set["goroutines"] {
+		*goroutines = 1
+	}
+	if !until.IsZero() && !set["duration"] {
+		*duration = stress.DefaultCap
+	}
+	switch {
+	case *procs < 1 || *procs > stress.MaxProcesses || *duration <= 0 || *ops < 0 || *epoch <= 0:
 		fmt.Fprintf(stderr, "statestress: want 1 to %d -procs, a positive -duration and -epoch, and -ops of 0 or more\n", stress.MaxProcesses)
 		return 2
+	case *goroutines < 1 || *goroutines > stress.MaxGoroutines || (*stepClock && *goroutines != 1):
+		fmt.Fprintf(stderr, "statestress: want 1 to %d -goroutines, and 1 with -step-clock\n", stress.MaxGoroutines)
+		return 2
+	case until.Calls < 0 || until.Kills < 0 || until.Grants < 0 || until.Contended < 0 || until.Swept < 0:
+		fmt.Fprintln(stderr, "statestress: want -until flags of 0 or more")
+		return 2
+	case until.Kills > 0 && *killEvery <= 0:
+		fmt.Fprintln(stderr, "statestress: -until-kills needs kills (-kill-every above 0)")
+		return 2
 	}
-	cfg := stress.Config{Processes: *procs, Duration: *duration, MaxOps: *ops, KillEvery: *killEvery,
-		Seed: *seed, CheckTimeout: *checkTimeout, EpochEvery: *epoch}
+	cfg := stress.Config{Processes: *procs, Goroutines: *goroutines, StepClock: *stepClock, Duration: *duration,
+		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, EpochEvery: *epoch}
 	if *killEvery <= 0 {
 		cfg.KillEvery = -1
 	}
@@ -91,8 +131,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stderr, "statestress: %d processes for %v, a kill every %v on average, in %s\n",
-		cfg.Processes, cfg.Duration, *killEvery, runDir)
+	mode := fmt.Sprintf("%d processes of %d goroutines on the default options", cfg.Processes, cfg.Goroutines)
+	if cfg.StepClock {
+		mode = fmt.Sprintf("%d processes on a stepped clock", cfg.Processes)
+	}
+	what := "for " + cfg.Duration.String()
+	if !until.IsZero() {
+		what = fmt.Sprintf("until %s (cap %v)", until, cfg.Duration)
+	}
+	fmt.Fprintf(stderr, "statestress: %s %s, a kill every %v on average, in %s\n", mode, what, *killEvery, runDir)
 	rep, err := stress.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "statestress:", err)
@@ -100,6 +147,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if _, err := rep.WriteTo(stdout); err != nil {
 		return 2
+	}
+	if *expect != "" {
+		if !rep.Has(*expect) {
+			fmt.Fprintf(stdout, "expected:    a %s violation, and the run found none: the check missed the planted bug\n", *expect)
+			return 1
+		}
+		fmt.Fprintf(stdout, "expected:    a %s violation, found\n", *expect)
+		return 0
 	}
 	if !rep.OK() {
 		return 1

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/statekit/statekit/stress"
@@ -23,6 +24,10 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"-procs", "1000", "-dir", t.TempDir()},
 		{"-duration", "-1s", "-dir", t.TempDir()},
 		{"-epoch", "0", "-dir", t.TempDir()},
+		{"-goroutines", "0", "-dir", t.TempDir()},
+		{"-step-clock", "-goroutines", "4", "-dir", t.TempDir()},
+		{"-until-calls", "-1", "-dir", t.TempDir()},
+		{"-until-kills", "1", "-kill-every", "0", "-dir", t.TempDir()},
 		{"-nope"},
 		{"extra"},
 	} {
@@ -31,4 +36,21 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		assert.NotEmpty(t, errs.String(), "%q says why", args)
 		assert.Empty(t, out.String())
 	}
+}
+
+func TestRunStopsOnWorkAndExpects(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	code := run([]string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", dir}, &out, &errs)
+	assert.Equal(t, 0, code, "%s\n%s", out.String(), errs.String())
+	assert.Contains(t, out.String(), "stopped because it had done the work asked")
+	assert.Contains(t, out.String(), "verdict:     PASS")
+
+	// -expect fails a run that does not find what it expects.
+	out.Reset()
+	errs.Reset()
+	code = run([]string{"-procs", "2", "-step-clock", "-until-calls", "300", "-kill-every", "0", "-seed", "3",
+		"-expect", "duplicate-token", "-dir", dir}, &out, &errs)
+	assert.Equal(t, 1, code, "%s\n%s", out.String(), errs.String())
+	assert.True(t, strings.Contains(out.String(), "the check missed the planted bug"), out.String())
 }
