@@ -154,6 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "expected:    a %s violation, found\n", *expect)
+		if !*keep {
+			os.RemoveAll(runDir)
+		}
 		return 0
 	}
 	if !rep.OK() {
