@@ -81,7 +81,7 @@ func (w *world) readClock() *procClock {
 func TestClockCheckRejectsTimeGoingBackAcrossARestart(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
-	w.clock.done(w.wallMillis()+5_000, false) // a call used a time ahead of the wall
+	w.clock.done(w.wallMillis()+5_000, 1, 2, false) // a call used a time ahead of the wall
 	clock := w.readClock()
 	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed) // a new process starts at the wall
 	assert.Equal(t, []string{CheckClock}, checks(w))
@@ -91,8 +91,8 @@ func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
 	wall := w.wallMillis()
-	w.clock.done(wall+1_000, true)  // durable
-	w.clock.done(wall+5_000, false) // not durable: a power loss may take its mark
+	w.clock.done(wall+1_000, 1, 2, true)  // durable
+	w.clock.done(wall+5_000, 3, 4, false) // not durable: a power loss may take its mark
 	w.clock.attempted = wall + 5_000
 	w.clock.powerLost()
 	clock := w.readClock()
@@ -100,6 +100,25 @@ func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
 	assert.Empty(t, w.violations)
 	w.clock.opened(w, p, wall+999, clock, w.clock.completed)
 	assert.Equal(t, []string{CheckClock}, checks(w))
+}
+
+func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	wall := w.wallMillis()
+	w.clock.attempted = wall + 6_000
+	w.clock.done(wall+5_000, 2, 4, false) // ran beside the FULL commit below
+	w.clock.done(wall+1_000, 3, 5, true)
+	w.clock.powerLost()
+	clock := w.readClock()
+	w.clock.opened(w, p, wall+1_000, clock, w.clock.completed)
+	assert.Empty(t, w.violations, "a FULL commit does not cover a call that ran beside it")
+
+	w.clock.done(wall+6_000, 6, 7, false) // returned before the FULL commit below was called
+	w.clock.done(wall+2_000, 8, 9, true)
+	w.clock.powerLost()
+	w.clock.opened(w, p, wall+5_999, clock, w.clock.completed)
+	assert.Equal(t, []string{CheckClock}, checks(w), "it covers one that returned before it was called")
 }
 
 func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {

@@ -11,10 +11,15 @@ import (
 // mark, which covers every time calls have used, except what a power loss
 // took back since the last durable commit.
 type clockCheck struct {
-	attempted int64 // the latest engine time any call was made at
-	completed int64 // the latest engine time of a call that completed
-	durable   int64 // completed, as of the last durable (FULL) commit
+	attempted int64      // the latest engine time any call was made at
+	completed int64      // the latest engine time of a call that completed
+	durable   int64      // the latest engine time a durable (FULL) commit covers
+	recent    []doneCall // completed calls a later FULL commit may not cover yet
 }
+
+// doneCall is a call that completed: its engine time, and when it returned
+// (the event counter).
+type doneCall struct{ now, ret int64 }
 
 // claim is an engine time claimed at a true time.
 type claim struct{ now, trueMillis int64 }
@@ -53,17 +58,31 @@ func (c *clockCheck) used(w *world, p *process, now, at int64) {
 	c.attempted = max(c.attempted, now)
 }
 
-// done notes a call that completed at engine time now; full says it
-// was a durable commit.
-func (c *clockCheck) done(now int64, full bool) {
+// done notes a call that completed at engine time now, called and
+// returned at events call and ret; full says it was a durable commit. A
+// durable commit covers the times of the calls that returned before it was
+// called (they committed before it, or read under a mark committed before
+// it), not of those that ran beside it.
+func (c *clockCheck) done(now, call, ret int64, full bool) {
 	c.completed = max(c.completed, now)
-	if full {
-		c.durable = c.completed
+	if !full {
+		c.recent = append(c.recent, doneCall{now, ret})
+		return
 	}
+	c.durable = max(c.durable, now)
+	keep := c.recent[:0]
+	for _, u := range c.recent {
+		if u.ret < call {
+			c.durable = max(c.durable, u.now)
+		} else {
+			keep = append(keep, u)
+		}
+	}
+	c.recent = keep
 }
 
 // powerLost forgets what the power loss may have taken back.
-func (c *clockCheck) powerLost() { c.completed = c.durable }
+func (c *clockCheck) powerLost() { c.completed, c.recent = c.durable, nil }
 
 // opened checks p's engine time at open. now is p's engine time at true
 // time now; clock is the clock p opened with, which kept the wall-clock

@@ -164,13 +164,15 @@ func (p *process) holdsLease() bool {
 }
 
 // wake resumes the paused processes whose time has come: each holder first
-// writes its resource with the token it held before it slept.
-func (w *world) wake() {
+// writes its resource with the token it held before it slept. It reports
+// whether it resumed any.
+func (w *world) wake() bool {
+	woke := false
 	for _, p := range w.procs {
 		if p.db == nil || p.pausedUntil == 0 || p.pausedUntil > w.trueMillis {
 			continue
 		}
-		p.pausedUntil = 0
+		p.pausedUntil, woke = 0, true
 		w.logf("p%d wakes", p.pid)
 		for _, c := range p.clients {
 			for li, h := range c.holds {
@@ -180,6 +182,7 @@ func (w *world) wake() {
 			}
 		}
 	}
+	return woke
 }
 
 // stepWall steps the wall clock back or forward: by up to a second, a

@@ -92,7 +92,7 @@ func (w *world) record(p *process, op linearizability.Op) {
 	if op.Unknown {
 		w.stats.Unknown++
 	} else {
-		w.clock.done(op.Input.NowMillis, op.Durability == linearizability.Full)
+		w.clock.done(op.Input.NowMillis, op.Call, op.Return, op.Durability == linearizability.Full)
 	}
 	w.counter.observe(op)
 	w.logf("p%d %s", p.pid, op)

@@ -164,6 +164,9 @@ func (w *world) lifecycle() {
 // idle moves on when no thread can run: to the first wake-up of a sleeping
 // thread or paused process, or it starts a stopped process a little later.
 func (w *world) idle() int {
+	if w.wake() {
+		return idleWoke
+	}
 	if wake := w.sched.nextWake(); wake > 0 {
 		w.advance(wake - w.trueMillis)
 		w.wake()

@@ -132,7 +132,8 @@ var canaries = []struct {
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
 		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress}, 0,
 		func(c *sim.Config) { c.Rates.SyncError = 0.1 }},
-	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 30, nil},
+	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 0,
+		func(c *sim.Config) { c.Rates.DiskFull = 0.05 }},
 }
 
 func TestCanaries(t *testing.T) {

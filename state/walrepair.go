@@ -3,12 +3,15 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/statekit/statekit/state/vfs"
@@ -91,6 +94,7 @@ const walChunk = 1 << 20
 // process holds the write lock past the busy timeout, ErrDiskFull when the
 // disk is full, and ErrIO when a read, write or sync fails.
 func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
+	// Also rewrites the database file's pages the WAL names: see below.
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return classify(ctx, err)
 	}
@@ -100,13 +104,112 @@ func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
 			err = classify(ctx, rerr)
 		}
 	}()
-	if err := rewriteFile(db.cfg.fs, db.path+walSuffix); err != nil {
+	err = rewriteFile(db.cfg.fs, db.path+walSuffix)
+	if err == nil {
+		err = rewriteWALPages(db.cfg.fs, db.path)
+	}
+	if err != nil {
 		if errors.Is(err, vfs.ErrNoSpace) {
 			return fmt.Errorf("%w: repairing the WAL: %w", ErrDiskFull, err)
 		}
 		return fmt.Errorf("%w: repairing the WAL: %w", ErrIO, err)
 	}
 	return nil
+}
+
+// The database file after a failed sync. A checkpoint that cannot copy
+// the whole WAL (a reader holds an older snapshot) writes pages of the
+// database file and records them as copied without syncing it; the sync
+// comes with a later checkpoint that copies the rest. If a sync of the
+// database file fails meanwhile, those pages stay readable but never reach
+// the disk, and a connection whose descriptor was opened after the failure
+// is not told: its checkpoint syncs "successfully", the WAL starts over on
+// top of the frames those pages came from, and a power loss then loses
+// commits, FULL ones included. Every page such a checkpoint can have
+// written is named by a frame still in the WAL (the WAL starts over only
+// after a checkpoint that synced), so repairWAL rewrites those pages of the
+// database file in place, and syncs it, before any checkpoint of the handle.
+
+// walHeaderBytes and walFrameHeaderBytes are the sizes of the WAL's header
+// and of each frame's header (sqlite.org/fileformat.html, "WAL File
+// Format"): the page size is at byte 8 of the WAL header, the page number
+// at byte 0 of a frame header, both big-endian.
+const (
+	walHeaderBytes      = 32
+	walFrameHeaderBytes = 24
+)
+
+// rewriteWALPages rewrites in place, and syncs, every page of the database
+// file at path that a frame of its WAL names. A missing WAL, or one with
+// no frame, needs nothing.
+func rewriteWALPages(fsys vfs.FS, path string) error {
+	pages, size, err := walPages(fsys, path+walSuffix)
+	if err != nil || len(pages) == 0 {
+		return err
+	}
+	f, err := openForRewrite(fsys, path)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, size)
+	for _, pg := range pages {
+		off := int64(pg-1) * int64(size)
+		n, rerr := f.ReadAt(buf, off)
+		if n > 0 {
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return errors.Join(err, f.Close())
+			}
+		}
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return errors.Join(rerr, f.Close())
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	return f.Close()
+}
+
+// walPages returns the page numbers the frames of the named WAL name,
+// sorted without repeats, and its page size.
+func walPages(fsys vfs.FS, name string) ([]uint32, int, error) {
+	f, err := openForRewrite(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && f == nil) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	var hdr [walHeaderBytes]byte
+	if n, err := f.ReadAt(hdr[:], 0); n < len(hdr) {
+		if err == nil || errors.Is(err, io.EOF) {
+			return nil, 0, nil // no header: no frame
+		}
+		return nil, 0, err
+	}
+	size := int(binary.BigEndian.Uint32(hdr[8:12]))
+	if size == 1 {
+		size = 65536 // how the format writes 65536
+	}
+	if size < 512 || size > 65536 || size&(size-1) != 0 {
+		return nil, 0, nil // not a WAL header SQLite would read
+	}
+	seen := map[uint32]bool{}
+	var fh [4]byte
+	for off := int64(walHeaderBytes); ; off += int64(walFrameHeaderBytes + size) {
+		n, err := f.ReadAt(fh[:], off)
+		if n < len(fh) {
+			if err == nil || errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, 0, err
+		}
+		if pg := binary.BigEndian.Uint32(fh[:]); pg > 0 {
+			seen[pg] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), size, nil
 }
 
 // rewriteFile reads the named file and writes every byte back where it
