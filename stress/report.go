@@ -59,7 +59,7 @@ type Violation struct {
 
 // Report is what a run did and found.
 type Report struct {
-	Seed       uint64
+	Seed       uint64 // of the workload and the kill schedule
 	Bugs       string // the planted bugs, "" for none
 	Dir        string // where the run's files are
 	Processes  int    // workers at once
@@ -67,14 +67,15 @@ type Report struct {
 	StepClock  bool   // the workers ran on a stepped clock, without background work
 	Started    int    // worker processes started, restarts included
 	Kills      int    // SIGKILLs sent
-	Elapsed    time.Duration
+	// Elapsed is how long the attack lasted, stopping the workers included.
+	Elapsed time.Duration
 	// Stopped says why the attack stopped (one of the Stopped constants).
 	Stopped string
 	// Done is the work the run did, counted over the whole history, and
 	// Wanted what Config.Until asked for.
 	Done, Wanted Work
 
-	Operations int // calls recorded, flushes included
+	Operations int // ops recorded: calls, flushes, and sweep statements that deleted keys
 	Cut        int // calls a kill left unknown
 	Failed     int // calls that failed with an error the model does not know
 	Flushes    int // flushes of buffered increments recorded

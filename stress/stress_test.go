@@ -82,12 +82,26 @@ func TestShortStepClockRunFindsNothing(t *testing.T) {
 func TestStressCatchesLeaseTwoStatements(t *testing.T) {
 	cfg := short(t)
 	cfg.Bugs = bugs.Set{}.With(bugs.LeaseTwoStatements)
+	cfg.KillEvery = time.Second // the bug needs processes to interleave, not kills; a worker takes long to start under -race
 	cfg.Until = stress.Work{Contended: 100}
 	rep := run(t, cfg)
 	assert.True(t, rep.Has(stress.KindDuplicateToken), "the planted bug hands one token to two holders, in %d contended grants: %v",
 		rep.Done.Contended, rep.Violations)
 	assert.True(t, rep.Has(stress.KindLinearizability))
 	assert.False(t, rep.OK())
+}
+
+// TestStressCatchesReadIgnoresDeadline shows that on the real clock, with
+// background sweeps, expiry is checked: a Get that returns an expired key
+// is caught within a few thousand calls.
+func TestStressCatchesReadIgnoresDeadline(t *testing.T) {
+	cfg := short(t)
+	cfg.Bugs = bugs.Set{}.With(bugs.ReadIgnoresDeadline)
+	cfg.KillEvery = -1 // the bug needs no kill
+	cfg.Until = stress.Work{Calls: 10000}
+	rep := run(t, cfg)
+	assert.False(t, rep.StepClock)
+	assert.True(t, rep.Has(stress.KindLinearizability), "a read of an expired key, in %d calls: %v", rep.Done.Calls, rep.Violations)
 }
 
 func TestStressWithoutKillsStopsByWork(t *testing.T) {
