@@ -22,7 +22,7 @@ func quietWorld(t *testing.T) *world {
 	return newWorld(cfg)
 }
 
-func checks(w *world) []string {
+func failed(w *world) []string {
 	var out []string
 	for _, v := range w.violations {
 		if !slices.Contains(out, v.Check) {
@@ -42,32 +42,32 @@ func TestFencingCheckRejectsATokenGrantedTwice(t *testing.T) {
 	w := quietWorld(t)
 	w.history = []linearizability.Op{grantOp("a", 1, 1), grantOp("b", 1, 10)}
 	w.checkFencing()
-	assert.Equal(t, []string{CheckFencing}, checks(w))
+	assert.Equal(t, []string{CheckFencing}, failed(w))
 }
 
 func TestFencingCheckRejectsATokenGoingBack(t *testing.T) {
 	w := quietWorld(t)
 	w.history = []linearizability.Op{grantOp("a", 3, 1), grantOp("b", 2, 10)}
 	w.checkFencing()
-	assert.Equal(t, []string{CheckFencing}, checks(w))
+	assert.Equal(t, []string{CheckFencing}, failed(w))
 }
 
 func TestFencingCheckAcceptsGrantsInOrderAndExtensions(t *testing.T) {
 	w := quietWorld(t)
 	w.history = []linearizability.Op{grantOp("a", 1, 1), grantOp("a", 1, 5), grantOp("b", 2, 10)}
-	w.fences[0].write(1, "a", 1)
-	w.fences[0].write(2, "b", 2)
-	assert.False(t, w.fences[0].write(1, "a", 3), "a stale token must be rejected")
+	w.offer(0, "a", 1)
+	w.offer(0, "b", 2)
+	assert.False(t, w.offer(0, "a", 1), "a stale token must be rejected")
 	w.checkFencing()
 	assert.Empty(t, w.violations)
 }
 
 func TestFencingCheckRejectsOneTokenFromTwoWriters(t *testing.T) {
 	w := quietWorld(t)
-	w.fences[1].write(4, "a", 1)
-	w.fences[1].write(4, "b", 2)
+	w.offer(1, "a", 4)
+	w.offer(1, "b", 4)
 	w.checkFencing()
-	assert.Equal(t, []string{CheckFencing}, checks(w))
+	assert.Equal(t, []string{CheckFencing}, failed(w))
 }
 
 // readClock returns a process clock that the engine read now, as it does
@@ -84,7 +84,7 @@ func TestClockCheckRejectsTimeGoingBackAcrossARestart(t *testing.T) {
 	w.clock.done(w.wallMillis()+5_000, 1, 2, false) // a call used a time ahead of the wall
 	clock := w.readClock()
 	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed) // a new process starts at the wall
-	assert.Equal(t, []string{CheckClock}, checks(w))
+	assert.Equal(t, []string{CheckClock}, failed(w))
 }
 
 func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
@@ -99,7 +99,7 @@ func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
 	w.clock.opened(w, p, wall+1_000, clock, w.clock.completed)
 	assert.Empty(t, w.violations)
 	w.clock.opened(w, p, wall+999, clock, w.clock.completed)
-	assert.Equal(t, []string{CheckClock}, checks(w))
+	assert.Equal(t, []string{CheckClock}, failed(w))
 }
 
 func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {
@@ -118,7 +118,7 @@ func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {
 	w.clock.done(wall+2_000, 8, 9, true)
 	w.clock.powerLost()
 	w.clock.opened(w, p, wall+5_999, clock, w.clock.completed)
-	assert.Equal(t, []string{CheckClock}, checks(w), "it covers one that returned before it was called")
+	assert.Equal(t, []string{CheckClock}, failed(w), "it covers one that returned before it was called")
 }
 
 func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {
@@ -129,14 +129,20 @@ func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {
 	assert.Empty(t, w.violations)
 	w.advance(10)
 	w.clock.used(w, p, w.trueMillis+100+7, w.trueMillis) // a wall step leaked in
-	assert.Equal(t, []string{CheckClock}, checks(w))
+	assert.Equal(t, []string{CheckClock}, failed(w))
 }
 
 func TestCounterCheckBounds(t *testing.T) {
+	tick := int64(0)
 	incr := func(unknown bool, full bool) linearizability.Op {
-		op := linearizability.Op{Input: model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1}, Unknown: unknown}
+		tick += 2
+		op := linearizability.Op{Client: 1, Input: model.Input{Kind: model.IncrBy, Key: hitsKey, Delta: 1},
+			Unknown: unknown, Call: tick - 1, Return: tick}
 		if full {
 			op.Durability = linearizability.Full
+		}
+		if unknown {
+			op.Return = op.Call
 		}
 		return op
 	}
@@ -149,18 +155,20 @@ func TestCounterCheckBounds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := quietWorld(t)
-			for _, op := range []linearizability.Op{incr(false, false), incr(false, false), incr(true, false), incr(false, true)} {
-				w.counter.observe(op)
-			}
+			tick = 0
+			w.history = []linearizability.Op{incr(false, false), incr(false, false), incr(true, false), incr(false, true)}
+			w.history[1].Output.Int, w.history[3].Output.Int = 1, 3 // distinct answers
+			w.history[0].Output.Int = 0
 			w.counter.read, w.counter.final = true, tc.final
 			w.counter.check(w)
 			assert.Equal(t, tc.ok, len(w.violations) == 0, "%v", w.violations)
 		})
 	}
 	w := quietWorld(t)
-	w.counter.observe(incr(false, false))
-	w.counter.powerLost() // the NORMAL increment may be gone: the documented window
-	w.counter.read = true
+	tick = 0
+	w.history = []linearizability.Op{incr(false, false), linearizability.PowerLossAt(10)}
+	w.history[0].Output.Int = 1
+	w.counter.read = true // 0: the NORMAL increment may be gone, the documented window
 	w.counter.check(w)
 	assert.Empty(t, w.violations)
 }
@@ -196,6 +204,6 @@ func TestIntegrityCheckSeesCorruption(t *testing.T) {
 	w.needCheck = true
 	require.True(t, w.start(p))
 	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
-	assert.Contains(t, checks(w), CheckIntegrity)
+	assert.Contains(t, failed(w), CheckIntegrity)
 	assert.True(t, w.teardown())
 }

@@ -26,6 +26,7 @@ type process struct {
 	clients     []*client
 	buffered    map[string]int64 // IncrBuffered since the last flush took them, by key
 	injected    int64            // MemFS injected errors when it started
+	noSpace     int64            // MemFS writes refused for space when it started
 	timed       bool             // offset is known for this incarnation
 	early       []claim          // engine times claimed before it was
 }
@@ -95,8 +96,9 @@ func (w *world) classify(p *process, what string, err error, before mark) failur
 		return failDead
 	case errors.Is(err, state.ErrIO):
 		// Explained by an I/O error injected since p started, or by a full
-		// disk during the call (an engine may end a handle on it).
-		if after.InjectedErrors == p.injected && after.NoSpaceErrors == before.stats.NoSpaceErrors {
+		// disk since p started (an engine may end a handle on it, and every
+		// goroutine's next call then sees the handle failed).
+		if after.InjectedErrors == p.injected && after.NoSpaceErrors == p.noSpace {
 			w.violate(CheckEngineError, "p%d %s: %v, but no I/O error was injected", p.pid, what, err)
 		}
 		return failDead
@@ -158,7 +160,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		return // frozen before it began
 	}
 	before := w.mark()
-	p.injected = before.stats.InjectedErrors
+	p.injected, p.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
 	completed := w.clock.completed
 	clock := &procClock{w: w, startTrue: w.trueMillis}
 	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
@@ -349,7 +351,6 @@ func (w *world) afterCut(explicit bool) {
 	}
 	w.logf("power loss")
 	w.clock.powerLost()
-	w.counter.powerLost()
 	w.needCheck = true
 	w.advance(1 + w.rngLife.Int64N(5000))
 	if w.rngLife.IntN(4) == 0 {

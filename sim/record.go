@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/drive"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
@@ -94,7 +95,6 @@ func (w *world) record(p *process, op linearizability.Op) {
 	} else {
 		w.clock.done(op.Input.NowMillis, op.Call, op.Return, op.Durability == linearizability.Full)
 	}
-	w.counter.observe(op)
 	w.logf("p%d %s", p.pid, op)
 }
 
@@ -146,7 +146,7 @@ func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
 			for i, sub := range in.Ops {
 				if fe != nil {
 					if kerr, ok := fe.Dropped[sub.Key]; ok {
-						out.Sub[i].Err = errKind(kerr)
+						out.Sub[i].Err = w.errKind(p, kerr)
 					}
 				}
 			}
@@ -173,15 +173,16 @@ func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
 	}
 }
 
-// errKind maps an engine error to the model's, for a flush's dropped keys.
-func errKind(err error) model.ErrKind {
-	switch {
-	case errors.Is(err, state.ErrNotInteger):
-		return model.ErrNotInteger
-	case errors.Is(err, state.ErrOverflow):
-		return model.ErrOverflow
+// errKind maps an engine error to the model's, for a flush's dropped keys
+// (checks.ErrKind, the one map); an error the model has no kind for is
+// reported.
+func (w *world) errKind(p *process, err error) model.ErrKind {
+	k, ok := checks.ErrKind(err)
+	if !ok {
+		w.violate(CheckEngineError, "p%d flush dropped a key with an error the model has no kind for: %v", p.pid, err)
+		return model.ErrInvalid
 	}
-	return model.ErrInvalid
+	return k
 }
 
 // sweepObserver records each sweep statement of p, inline ones included,

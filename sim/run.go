@@ -321,6 +321,7 @@ func (w *world) verify() {
 	w.needCheck = true
 	w.sched.spawn(kindTask, "verifier", v, w.newClient(), func(t *thread) {
 		before := w.mark()
+		v.injected, v.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
 		completed := w.clock.completed
 		clock := &procClock{w: w, startTrue: w.trueMillis}
 		db, err := state.Open(dbPath, w.engineOptions(v, w.m.Process(v.pid), clock)...)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/state"
 	"github.com/statekit/statekit/state/vfs"
@@ -68,10 +69,11 @@ type world struct {
 	hash    hash.Hash
 	line    []byte
 
-	fences     []*resource   // one per lease name
-	topToken   []int64       // the highest token granted, per lease name
-	deadlines  [2][]deadline // recent deadlines worth stopping time at: of keys, of leases
-	focusKey   string        // a key the next few operations favour
+	fences     []*resource         // one per lease name
+	fenceLog   []checks.FenceWrite // every write offered to them, in order
+	topToken   []int64             // the highest token granted, per lease name
+	deadlines  [2][]deadline       // recent deadlines worth stopping time at: of keys, of leases
+	focusKey   string              // a key the next few operations favour
 	focusLeft  int
 	diskFull   int  // operations left in a disk-full episode
 	needCheck  bool // the next open runs integrity_check: a recovery

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/statekit/statekit/state/vfs"
 )
@@ -89,12 +90,34 @@ const walSuffix = "-wal"
 const walChunk = 1 << 20
 
 // repairWAL rewrites the WAL file's bytes in place and syncs them, holding
-// the write lock on conn so that no writer changes the WAL meanwhile. A
-// missing or empty WAL needs nothing. It returns ErrBusy when another
-// process holds the write lock past the busy timeout, ErrDiskFull when the
-// disk is full, and ErrIO when a read, write or sync fails.
-func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
-	// Also rewrites the database file's pages the WAL names: see below.
+// the write lock on conn so that no writer changes the WAL meanwhile, then
+// repairs the database file's pages the WAL names (repairPages). A missing
+// or empty WAL needs nothing. It returns ErrBusy when another process holds
+// the write lock past the busy timeout, ErrDiskFull when the disk is full,
+// and ErrIO when a read, write or sync fails.
+func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) error {
+	err := db.locked(ctx, conn, func() error { return rewriteFile(db.cfg.fs, db.path+walSuffix) })
+	if err == nil {
+		err = db.repairPages(ctx, conn)
+	}
+	return repairError(err)
+}
+
+// repairError classifies an error of the repair's own reads and writes.
+func repairError(err error) error {
+	switch {
+	case err == nil || errors.Is(err, ErrBusy) || errors.Is(err, ErrIO) || errors.Is(err, ErrDiskFull) ||
+		errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, vfs.ErrNoSpace):
+		return fmt.Errorf("%w: repairing the WAL: %w", ErrDiskFull, err)
+	}
+	return fmt.Errorf("%w: repairing the WAL: %w", ErrIO, err)
+}
+
+// locked runs fn holding the write lock on conn (BEGIN IMMEDIATE, then
+// ROLLBACK: fn writes no row).
+func (db *DB) locked(ctx context.Context, conn *sql.Conn, fn func() error) (err error) {
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return classify(ctx, err)
 	}
@@ -104,17 +127,7 @@ func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
 			err = classify(ctx, rerr)
 		}
 	}()
-	err = rewriteFile(db.cfg.fs, db.path+walSuffix)
-	if err == nil {
-		err = rewriteWALPages(db.cfg.fs, db.path)
-	}
-	if err != nil {
-		if errors.Is(err, vfs.ErrNoSpace) {
-			return fmt.Errorf("%w: repairing the WAL: %w", ErrDiskFull, err)
-		}
-		return fmt.Errorf("%w: repairing the WAL: %w", ErrIO, err)
-	}
-	return nil
+	return fn()
 }
 
 // The database file after a failed sync. A checkpoint that cannot copy
@@ -129,6 +142,12 @@ func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) (err error) {
 // written is named by a frame still in the WAL (the WAL starts over only
 // after a checkpoint that synced), so repairWAL rewrites those pages of the
 // database file in place, and syncs it, before any checkpoint of the handle.
+// It must not race another process's checkpoint, which could write a newer
+// page between its read and its write: so, holding the write lock (no new
+// frame can come), it first runs a checkpoint that copies the whole WAL;
+// once one has, no checkpoint has anything left to write. If a reader keeps
+// an older snapshot for the whole busy timeout, the pages are left as they
+// are (CORRECTNESS.md, what is not promised).
 
 // walHeaderBytes and walFrameHeaderBytes are the sizes of the WAL's header
 // and of each frame's header (sqlite.org/fileformat.html, "WAL File
@@ -139,14 +158,53 @@ const (
 	walFrameHeaderBytes = 24
 )
 
-// rewriteWALPages rewrites in place, and syncs, every page of the database
-// file at path that a frame of its WAL names. A missing WAL, or one with
-// no frame, needs nothing.
-func rewriteWALPages(fsys vfs.FS, path string) error {
-	pages, size, err := walPages(fsys, path+walSuffix)
-	if err != nil || len(pages) == 0 {
-		return err
+// repairPages rewrites the database file's pages that the WAL names, once
+// a checkpoint has copied the whole WAL, all under the write lock on conn.
+// A reader with an older snapshot stops the checkpoint short; it may itself
+// be waiting for the write lock to write, so repairPages lets go of the
+// lock and tries again a little later, until the busy timeout passes; then
+// it leaves the pages as they are.
+func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
+	ckpt := db.bg.ckpt.conn
+	if ckpt == nil || db.failed != nil {
+		sqldb, c, err := openWALConn(ctx, db.dsn)
+		if err != nil {
+			return classify(ctx, err)
+		}
+		defer sqldb.Close()
+		defer c.Close()
+		ckpt = c
 	}
+	for tries := int(db.cfg.busyTimeout/backfillPause) + 1; tries > 0; tries-- {
+		done := false
+		err := db.locked(ctx, conn, func() error {
+			pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
+			if err != nil || len(pages) == 0 {
+				done = true
+				return err
+			}
+			var busy, frames, copied int64
+			err = ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
+			if err = classify(ctx, err); err != nil || busy != 0 || frames != copied {
+				return err
+			}
+			done = true
+			return rewritePages(db.cfg.fs, db.path, pages, size)
+		})
+		if err != nil || done {
+			return err
+		}
+		db.cfg.sleep(backfillPause)
+	}
+	return nil
+}
+
+// backfillPause is how long repairPages waits between two tries.
+const backfillPause = 5 * time.Millisecond
+
+// rewritePages rewrites in place, and syncs, the given pages of size bytes
+// of the database file at path.
+func rewritePages(fsys vfs.FS, path string, pages []uint32, size int) error {
 	f, err := openForRewrite(fsys, path)
 	if err != nil {
 		return err
