@@ -66,6 +66,10 @@
 // cutoff, of the keys it deleted, which found none of them live (a sweep
 // that deleted a live key fails that).
 //
+// Now and then a client writes a key of its own with a TTL of a
+// millisecond, waits a few, and reads it back: a read of a key that has
+// certainly expired, however fast or slow the machine.
+//
 // The key space is tiny, and changes every Config.EpochEvery: a key's
 // history stays short however long the run, since porcupine's time and
 // memory grow faster than the history of one key.

@@ -226,8 +226,8 @@ type caller struct {
 	holding *state.Lease // the lease this client holds, as far as it knows
 }
 
-// step makes one move: a lease holder's, a counter's, buffered increments
-// or a key verb, on the keys of the current epoch.
+// step makes one move: a lease holder's, a counter's, buffered increments,
+// an expiry probe or a key verb, on the keys of the current epoch.
 func (c *caller) step() error {
 	c.load.prefix = epochPrefix((monotonicNanos() - c.w.cfg.StartNanos) / max(c.w.cfg.EpochNanos, 1))
 	switch r := c.load.rng.IntN(100); {
@@ -238,10 +238,36 @@ func (c *caller) step() error {
 		return err
 	case r < 56:
 		return c.buffer()
+	case r < 58:
+		return c.probe()
 	default:
 		_, _, err := c.call(c.load.plain(false))
 		return err
 	}
+}
+
+// Expiry probes.
+const (
+	// probeTTLMillis is the TTL a probe writes its key with.
+	probeTTLMillis = 1
+	// probeWait is how long a probe waits before it reads its key back:
+	// longer than the TTL, so the key has certainly expired by then, on
+	// the real clock as on the stepped one (which moves at the next call).
+	probeWait = 3 * time.Millisecond
+)
+
+// probe writes the client's own key with a TTL of a millisecond, waits
+// longer than that, and reads it back: an expired key, for certain, which
+// only a sweep may have deleted meanwhile. Every probe gives the check a
+// read of an expired key, whatever the machine's speed.
+func (c *caller) probe() error {
+	key := c.load.prefix + fmt.Sprintf("x%d", c.client)
+	if _, _, err := c.call(model.Input{Kind: model.Set, Key: key, Value: c.load.value(), TTLMillis: probeTTLMillis}); err != nil {
+		return err
+	}
+	time.Sleep(probeWait)
+	_, _, err := c.call(model.Input{Kind: model.Get, Key: key})
+	return err
 }
 
 // owner is this client's lease owner name: one per goroutine of one
