@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 )
@@ -192,22 +193,12 @@ func one(v verbs, in model.Input) (model.Output, error) {
 // errUnknown marks an error the model has no kind for.
 const errUnknown = model.ErrKind(255)
 
-// errKind maps an engine error to the model's.
+// errKind maps an engine error to the model's, through checks.ErrKind
+// (the one map the simulator and the stress run share); errUnknown when the
+// model has no kind for it.
 func errKind(err error) model.ErrKind {
-	switch {
-	case errors.Is(err, state.ErrNotFound):
-		return model.ErrNotFound
-	case errors.Is(err, state.ErrNotInteger):
-		return model.ErrNotInteger
-	case errors.Is(err, state.ErrOverflow):
-		return model.ErrOverflow
-	case errors.Is(err, state.ErrLeaseHeld):
-		return model.ErrLeaseHeld
-	case errors.Is(err, state.ErrLeaseLost):
-		return model.ErrLeaseLost
-	case errors.Is(err, state.ErrInvalidKey), errors.Is(err, state.ErrInvalidValue),
-		errors.Is(err, state.ErrInvalidTTL), errors.Is(err, state.ErrInvalidArgument):
-		return model.ErrInvalid
+	if k, ok := checks.ErrKind(err); ok {
+		return k
 	}
 	return errUnknown
 }
