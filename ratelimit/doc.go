@@ -1,0 +1,37 @@
+// Package ratelimit is rate limiting over a statekit file: a fixed window,
+// a sliding window and a token bucket (GCRA), each exact across the
+// goroutines and processes that share one *state.DB file, and an
+// http.Handler middleware that answers 429 with Retry-After and the
+// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset fields.
+//
+// Every limiter has one small interface, Limiter: Allow(ctx, key) and
+// AllowN(ctx, key, n) return a Decision (allowed, remaining, how long until
+// the next request would be allowed, how long until the quota is whole
+// again). Each decision is one atomic step in the file:
+//
+//   - FixedWindow: one Incr with a TTL on a key that names the window's
+//     index. N processes firing at one key are allowed exactly the limit per
+//     window.
+//   - SlidingWindow: the weighted two-window count (the previous window's
+//     count weighted by how much of it the sliding window still covers, plus
+//     the current one), read and written back in one Update.
+//   - TokenBucket: GCRA, the bucket as one integer (its theoretical arrival
+//     time), read and written back in one Update; a refused request writes
+//     nothing.
+//
+// Time is the engine's (db.Now), never time.Now, so a file opened with
+// state.WithClock(faults.NewClock(...)) gives decisions a test can step by
+// hand. Processes sharing a file each have their own engine clock, which
+// agree to within the high-water mark's lead (state.HighWaterLead) and
+// usually to a few milliseconds: near a window's edge two processes may
+// count a request in different windows, as they would on two clocks of one
+// Redis client fleet.
+//
+// Bad configuration (a limit or window of zero or less, a rate too fast to
+// express in nanoseconds, an empty key, a request of n outside 1..limit) is
+// an error naming the cause, at construction or at the call: never a
+// limiter that allows everything.
+//
+// What it is not: a limiter across machines. Every process deciding must
+// open the same file on one machine.
+package ratelimit

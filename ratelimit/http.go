@@ -1,0 +1,107 @@
+package ratelimit
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The response fields the middleware sets, as draft-ietf-httpapi-ratelimit-headers
+// (revisions 00 to 06) defines them: three fields whose values are
+// non-negative integers, RateLimit-Reset in delta seconds (never a
+// timestamp), on allowed and throttled responses alike. Later revisions of
+// the draft fold them into RateLimit and RateLimit-Policy; these are the
+// fields clients and gateways read today.
+const (
+	HeaderLimit      = "RateLimit-Limit"     // the quota: Decision.Limit
+	HeaderRemaining  = "RateLimit-Remaining" // quota units left: Decision.Remaining
+	HeaderReset      = "RateLimit-Reset"     // seconds until the quota resets
+	HeaderRetryAfter = "Retry-After"         // on 429 only: seconds until a retry could pass
+)
+
+// HTTPOption configures NewMiddleware.
+type HTTPOption func(*middleware)
+
+// OnError sets what the middleware does when the limiter fails (the file is
+// busy or broken, the key function gave an empty key): by default it answers
+// 500 Internal Server Error and does not call the next handler, so a broken
+// limiter never lets everything through. fn may log and answer otherwise;
+// it must write the response.
+func OnError(fn func(w http.ResponseWriter, r *http.Request, err error)) HTTPOption {
+	return func(m *middleware) { m.onError = fn }
+}
+
+// NewMiddleware returns a handler that asks l about every request, under the
+// key that key returns for it (a client's API key, its address, a route and
+// a user), before calling next. An allowed request goes to next with the
+// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset fields set; a
+// refused one gets 429 Too Many Requests with the same fields and
+// Retry-After, and never reaches next. Retry-After and RateLimit-Reset are
+// whole seconds rounded up, so a client that waits that long is not early;
+// on a 429 RateLimit-Reset names the same moment as Retry-After, as the
+// draft asks.
+//
+// NewMiddleware returns ErrInvalidConfig for a nil limiter, key function or
+// next handler.
+func NewMiddleware(l Limiter, key func(*http.Request) string, next http.Handler, opts ...HTTPOption) (http.Handler, error) {
+	switch {
+	case l == nil:
+		return nil, fmt.Errorf("middleware: %w: nil Limiter", ErrInvalidConfig)
+	case key == nil:
+		return nil, fmt.Errorf("middleware: %w: nil key function", ErrInvalidConfig)
+	case next == nil:
+		return nil, fmt.Errorf("middleware: %w: nil next handler", ErrInvalidConfig)
+	}
+	m := &middleware{l: l, key: key, next: next, onError: internalError}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("middleware: %w: nil HTTPOption", ErrInvalidConfig)
+		}
+		o(m)
+	}
+	if m.onError == nil {
+		return nil, fmt.Errorf("middleware: %w: nil OnError function", ErrInvalidConfig)
+	}
+	return m, nil
+}
+
+type middleware struct {
+	l       Limiter
+	key     func(*http.Request) string
+	next    http.Handler
+	onError func(http.ResponseWriter, *http.Request, error)
+}
+
+func internalError(w http.ResponseWriter, _ *http.Request, _ error) {
+	http.Error(w, "rate limiter unavailable", http.StatusInternalServerError)
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d, err := m.l.Allow(r.Context(), m.key(r))
+	if err != nil {
+		m.onError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set(HeaderLimit, strconv.FormatInt(d.Limit, 10))
+	h.Set(HeaderRemaining, strconv.FormatInt(d.Remaining, 10))
+	if d.Allowed {
+		h.Set(HeaderReset, seconds(d.Reset))
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	retry := seconds(max(d.RetryAfter, time.Second))
+	h.Set(HeaderReset, retry)
+	h.Set(HeaderRetryAfter, retry)
+	http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+}
+
+// seconds returns d in whole seconds, rounded up: delta-seconds.
+func seconds(d time.Duration) string {
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
+	return strconv.FormatInt(max(s, 0), 10)
+}

@@ -1,0 +1,129 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/ratelimit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// byClient keys requests by the X-Client header, as an API key would be.
+func byClient(r *http.Request) string { return r.Header.Get("X-Client") }
+
+// serve sends one request from client through h.
+func serve(h http.Handler, client string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("X-Client", client)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// fields returns the rate-limit fields of a response, "" where absent.
+func fields(rec *httptest.ResponseRecorder) [4]string {
+	h := rec.Header()
+	return [4]string{h.Get("RateLimit-Limit"), h.Get("RateLimit-Remaining"), h.Get("RateLimit-Reset"), h.Get("Retry-After")}
+}
+
+func TestMiddlewareAnswers429WithTheFields(t *testing.T) {
+	db, clock := openDB(t)
+	l, err := ratelimit.NewFixedWindow(db, 2, time.Minute)
+	require.NoError(t, err)
+	served := 0
+	h, err := ratelimit.NewMiddleware(l, byClient, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served++
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	require.NoError(t, err)
+
+	clock.Advance(500 * time.Millisecond) // 59.5s left in the window: rounded up
+	rec := serve(h, "alice")
+	assert.Equal(t, http.StatusNoContent, rec.Code)
+	assert.Equal(t, [4]string{"2", "1", "60", ""}, fields(rec), "allowed: the fields, no Retry-After")
+	rec = serve(h, "alice")
+	assert.Equal(t, http.StatusNoContent, rec.Code)
+	assert.Equal(t, [4]string{"2", "0", "60", ""}, fields(rec))
+
+	clock.Advance(20 * time.Second)
+	rec = serve(h, "alice")
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, [4]string{"2", "0", "40", "40"}, fields(rec), "refused: Reset names the moment Retry-After does")
+	assert.Equal(t, 2, served, "a refused request never reaches the handler")
+
+	rec = serve(h, "bob")
+	assert.Equal(t, http.StatusNoContent, rec.Code, "another key")
+	assert.Equal(t, 3, served)
+
+	clock.Advance(40 * time.Second)
+	assert.Equal(t, http.StatusNoContent, serve(h, "alice").Code, "after Retry-After")
+}
+
+func TestMiddlewareRetryAfterIsAtLeastASecond(t *testing.T) {
+	db, clock := openDB(t)
+	l, err := ratelimit.NewTokenBucket(db, 100, time.Second) // a token every 10ms
+	require.NoError(t, err)
+	h, err := ratelimit.NewMiddleware(l, byClient, http.NotFoundHandler())
+	require.NoError(t, err)
+	for range 100 {
+		require.Equal(t, http.StatusNotFound, serve(h, "c").Code)
+	}
+	rec := serve(h, "c")
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, [4]string{"100", "0", "1", "1"}, fields(rec), "10ms rounds up to 1s, never 0")
+	clock.Advance(10 * time.Millisecond)
+	assert.Equal(t, http.StatusNotFound, serve(h, "c").Code)
+}
+
+func TestMiddlewareFailsClosed(t *testing.T) {
+	db, _ := openDB(t)
+	l, err := ratelimit.NewFixedWindow(db, 100, time.Minute)
+	require.NoError(t, err)
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("a request the limiter could not decide reached the handler")
+	})
+
+	h, err := ratelimit.NewMiddleware(l, byClient, next)
+	require.NoError(t, err)
+	rec := serve(h, "") // no client: the key function gives ""
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+	assert.Equal(t, [4]string{}, fields(rec))
+
+	var got error
+	h, err = ratelimit.NewMiddleware(l, byClient, next, ratelimit.OnError(func(w http.ResponseWriter, _ *http.Request, err error) {
+		got = err
+		http.Error(w, "no client key", http.StatusBadRequest)
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, serve(h, "").Code)
+	assert.ErrorIs(t, got, ratelimit.ErrInvalidRequest)
+
+	require.NoError(t, db.Close())
+	h, err = ratelimit.NewMiddleware(l, byClient, next)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusInternalServerError, serve(h, "alice").Code, "a closed file")
+}
+
+func TestMiddlewareBadConfiguration(t *testing.T) {
+	db, _ := openDB(t)
+	l, err := ratelimit.NewFixedWindow(db, 1, time.Minute)
+	require.NoError(t, err)
+	next := http.NotFoundHandler()
+	for name, mk := range map[string]func() (http.Handler, error){
+		"nil limiter": func() (http.Handler, error) { return ratelimit.NewMiddleware(nil, byClient, next) },
+		"nil key":     func() (http.Handler, error) { return ratelimit.NewMiddleware(l, nil, next) },
+		"nil next":    func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, nil) },
+		"nil option":  func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, next, nil) },
+		"nil OnError": func() (http.Handler, error) {
+			return ratelimit.NewMiddleware(l, byClient, next, ratelimit.OnError(nil))
+		},
+	} {
+		h, err := mk()
+		assert.True(t, errors.Is(err, ratelimit.ErrInvalidConfig), "%s: %v", name, err)
+		assert.Nil(t, h, name)
+	}
+}

@@ -1,0 +1,163 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/statekit/statekit/state"
+)
+
+// Limiter decides whether a request under a key is allowed. Every limiter in
+// this package implements it; each decision is one atomic step in the file,
+// so it is exact across goroutines and processes sharing the file.
+type Limiter interface {
+	// Allow decides one request under key: AllowN(ctx, key, 1).
+	Allow(ctx context.Context, key string) (Decision, error)
+	// AllowN decides a request that costs n (1 <= n <= the limit) under
+	// key: all n are allowed together, or none is counted.
+	AllowN(ctx context.Context, key string, n int64) (Decision, error)
+}
+
+// Decision is a limiter's answer to one request.
+type Decision struct {
+	// Allowed says whether the request may go ahead.
+	Allowed bool
+	// Limit is the limiter's quota: the requests a window allows, or the
+	// token bucket's capacity (its burst).
+	Limit int64
+	// Remaining is how many more requests of one would be allowed now,
+	// after this one if it was allowed. It is never negative.
+	Remaining int64
+	// RetryAfter is how long until a request could be allowed: for a
+	// refused request, the same request of n; for an allowed one, another
+	// request of one (zero while Remaining > 0). It is what Retry-After
+	// says, rounded up to whole seconds.
+	RetryAfter time.Duration
+	// Reset is how long until the quota is whole again (Remaining back at
+	// Limit) if no other request comes: the end of a fixed window, the time
+	// the sliding window stops counting the requests it counts now, the
+	// time a token bucket is full again. It is what RateLimit-Reset says.
+	Reset time.Duration
+}
+
+// Errors. Returned errors wrap them with the cause.
+var (
+	// ErrInvalidConfig is returned by the constructors for a configuration
+	// that cannot limit anything: a nil DB, a limit or window of zero or
+	// less, a rate or burst that does not fit in nanoseconds.
+	ErrInvalidConfig = errors.New("ratelimit: invalid configuration")
+	// ErrInvalidRequest is returned by Allow and AllowN for an empty key or
+	// a cost n outside 1..limit (a request of more than the limit could
+	// never be allowed).
+	ErrInvalidRequest = errors.New("ratelimit: invalid request")
+	// ErrBadState is returned when the key a limiter keeps its state under
+	// holds something it did not write (bytes, or an out-of-range number):
+	// another program wrote to the limiter's prefix.
+	ErrBadState = errors.New("ratelimit: stored state is not a limiter's")
+)
+
+// Option configures a limiter.
+type Option func(*config) error
+
+type config struct {
+	prefix string
+	burst  int64 // token bucket only; 0: the limit
+}
+
+// WithPrefix sets the prefix of the keys a limiter keeps its state under
+// (each limiter has its own default: "ratelimit:fixed:", "ratelimit:sliding:",
+// "ratelimit:bucket:"). Two limiters with different policies on one file need
+// different prefixes, or they count in the same keys.
+func WithPrefix(p string) Option {
+	return func(c *config) error {
+		if p == "" {
+			return fmt.Errorf("%w: empty prefix", ErrInvalidConfig)
+		}
+		c.prefix = p
+		return nil
+	}
+}
+
+// WithBurst sets a token bucket's capacity: how many requests it allows at
+// once after a quiet spell (the limit by default). It applies only to
+// NewTokenBucket; the window limiters refuse it.
+func WithBurst(b int64) Option {
+	return func(c *config) error {
+		if b <= 0 {
+			return fmt.Errorf("%w: burst %d, want at least 1", ErrInvalidConfig, b)
+		}
+		c.burst = b
+		return nil
+	}
+}
+
+// newConfig applies opts over the defaults and checks what every limiter
+// checks.
+func newConfig(kind string, db *state.DB, limit int64, window time.Duration, opts []Option) (config, error) {
+	c := config{prefix: "ratelimit:" + kind + ":"}
+	if db == nil {
+		return c, fmt.Errorf("%w: nil *state.DB", ErrInvalidConfig)
+	}
+	if limit <= 0 {
+		return c, fmt.Errorf("%w: limit %d, want at least 1", ErrInvalidConfig, limit)
+	}
+	if window < time.Millisecond {
+		return c, fmt.Errorf("%w: window %v, want at least 1ms (the engine's deadlines are whole milliseconds)", ErrInvalidConfig, window)
+	}
+	if window > maxSpan {
+		return c, fmt.Errorf("%w: window %v, want at most %v", ErrInvalidConfig, window, maxSpan)
+	}
+	for _, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("%w: nil Option", ErrInvalidConfig)
+		}
+		if err := o(&c); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// maxSpan is the longest window, or token bucket capacity in time, a limiter
+// takes: long enough for any quota, short enough that the engine's time plus
+// a few spans never overflows int64 nanoseconds (that is the year 2262).
+const maxSpan = 50 * 365 * 24 * time.Hour
+
+// checkRequest checks a call's key and cost against limit.
+func checkRequest(key string, n, limit int64) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidRequest)
+	}
+	if n < 1 || n > limit {
+		return fmt.Errorf("%w: key %q: n %d, want 1..%d (the limit)", ErrInvalidRequest, key, n, limit)
+	}
+	return nil
+}
+
+// storedInt reads an integer the limiter wrote under k inside tx: 0 when
+// absent.
+func storedInt(tx *state.Tx, k string) (int64, error) {
+	v, err := tx.Get(k)
+	if errors.Is(err, state.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	i, ok := v.Int()
+	if !ok || i < 0 {
+		return 0, fmt.Errorf("%w: key %q holds %q", ErrBadState, k, v.String())
+	}
+	return i, nil
+}
+
+// windowKey is the key of window idx under prefix and the caller's key.
+func windowKey(prefix, key string, idx int64) string {
+	return prefix + key + ":" + strconv.FormatInt(idx, 10)
+}
+
+// nowNanos returns the engine's time in unix nanoseconds.
+func nowNanos(db *state.DB) int64 { return db.Now().UnixNano() }
