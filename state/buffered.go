@@ -35,23 +35,23 @@ type buffer struct {
 // ErrIO once the handle has failed, and ErrClosed after Close.
 func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
-		return err
+		return db.named("incrbuffered", keyName(key), err)
 	}
 	if db.cfg.readOnly {
-		return fmt.Errorf("%w: %s was opened read-only", ErrReadOnly, db.path)
+		return db.named("incrbuffered", keyName(key), fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly))
 	}
 	if db.dead.Load() {
-		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file", ErrIO, db.path)
+		return db.named("incrbuffered", keyName(key), db.failedEarlier())
 	}
 	b := &db.buf
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return ErrClosed
+		return db.named("incrbuffered", keyName(key), ErrClosed)
 	}
 	cur := b.deltas[key]
 	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
-		return fmt.Errorf("incrbuffered %q: buffered sum: %w", key, ErrOverflow)
+		return db.named("incrbuffered", keyName(key), fmt.Errorf("buffered sum: %w", ErrOverflow))
 	}
 	b.deltas[key] = cur + delta
 	return nil
@@ -96,12 +96,21 @@ func (b *buffer) restore(d map[string]int64, overwrite bool) {
 // Flush returns ErrClosed after Close.
 func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
-		return ErrClosed
+		return db.named("flush", "", ErrClosed)
 	}
 	if db.dead.Load() {
-		return fmt.Errorf("%w: %s: handle failed earlier, reopen the file", ErrIO, db.path)
+		return db.named("flush", "", db.failedEarlier())
 	}
-	return db.flushTaken(ctx, db.buf.take(), true)
+	return db.named("flush", "", db.flushTaken(ctx, db.buf.take(), true))
+}
+
+// failedEarlier is the error for a call on a handle that failed, read
+// without mu: it wraps the error that ended the handle.
+func (db *DB) failedEarlier() error {
+	if failed := db.deadErr.Load(); failed != nil {
+		return fmt.Errorf("the handle failed earlier, reopen the file: %w", *failed)
+	}
+	return fmt.Errorf("%w: the handle failed earlier, reopen the file", ErrIO)
 }
 
 // flushTaken writes deltas taken from the buffer and, when restore says so,

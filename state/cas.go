@@ -36,14 +36,14 @@ WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= ?3`
 func (db *DB) CAS(ctx context.Context, key string, expected, new any) (bool, error) {
 	exp, nv, err := checkCAS(key, expected, new)
 	if err != nil {
-		return false, err
+		return false, db.named("cas", keyName(key), err)
 	}
 	var ok bool
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.cas(ctx, now, key, exp, nv)
 		return err
 	})
-	return ok, err
+	return ok, db.named("cas", keyName(key), err)
 }
 
 func checkCAS(key string, expected, new any) (exp, nv *Value, err error) {
@@ -53,14 +53,14 @@ func checkCAS(key string, expected, new any) (exp, nv *Value, err error) {
 	if expected != nil {
 		v, err := toValue(expected)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cas %q: expected: %w", key, err)
+			return nil, nil, fmt.Errorf("expected: %w", err)
 		}
 		exp = &v
 	}
 	if new != nil {
 		v, err := toValue(new)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cas %q: new: %w", key, err)
+			return nil, nil, fmt.Errorf("new: %w", err)
 		}
 		nv = &v
 	}
@@ -91,7 +91,7 @@ func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value) (b
 		n, err = res.RowsAffected()
 	}
 	if err != nil {
-		return false, fmt.Errorf("cas %q: %w", key, classify(ctx, err))
+		return false, classify(ctx, err)
 	}
 	return n == 1, nil
 }

@@ -26,7 +26,7 @@ const maxFindings = 100
 func (db *DB) Check(ctx context.Context) ([]string, error) {
 	want, err := expectedSchema(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return nil, db.named("check", "", err)
 	}
 	var findings []string
 	err = db.do(ctx, reading, func(int64) error {
@@ -36,7 +36,7 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return nil, db.named("check", "", err)
 	}
 	return findings, nil
 }

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -31,47 +30,48 @@ RETURNING value`
 // returns ErrNotInteger when the value is bytes and ErrOverflow when the
 // result would leave int64; the stored value is then unchanged.
 func (db *DB) Incr(ctx context.Context, key string, opts ...WriteOption) (int64, error) {
-	return db.IncrBy(ctx, key, 1, opts...)
+	return db.incrVerb(ctx, "incr", key, 1, opts)
 }
 
 // Decr subtracts 1, as IncrBy with -1.
 func (db *DB) Decr(ctx context.Context, key string, opts ...WriteOption) (int64, error) {
-	return db.IncrBy(ctx, key, -1, opts...)
+	return db.incrVerb(ctx, "decr", key, -1, opts)
 }
 
 // DecrBy subtracts delta, as IncrBy with -delta. A delta of math.MinInt64
 // gives ErrOverflow.
 func (db *DB) DecrBy(ctx context.Context, key string, delta int64, opts ...WriteOption) (int64, error) {
 	if delta == math.MinInt64 {
-		return 0, fmt.Errorf("decrby %q: %w", key, ErrOverflow)
+		return 0, db.named("decr", keyName(key), ErrOverflow)
 	}
-	return db.IncrBy(ctx, key, -delta, opts...)
+	return db.incrVerb(ctx, "decr", key, -delta, opts)
 }
 
 // IncrBy adds delta to the integer at key in one statement and returns the
 // result, with Incr's rules.
 func (db *DB) IncrBy(ctx context.Context, key string, delta int64, opts ...WriteOption) (int64, error) {
+	return db.incrVerb(ctx, "incr", key, delta, opts)
+}
+
+// incrVerb is the increment verbs, errors named after verb.
+func (db *DB) incrVerb(ctx context.Context, verb, key string, delta int64, opts []WriteOption) (int64, error) {
 	ttl, err := checkIncr(key, opts)
 	if err != nil {
-		return 0, err
+		return 0, db.named(verb, keyName(key), err)
 	}
 	var n int64
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		n, err = db.incrBy(ctx, now, key, delta, ttl)
 		return err
 	})
-	return n, err
+	return n, db.named(verb, keyName(key), err)
 }
 
 func checkIncr(key string, opts []WriteOption) (int64, error) {
 	if err := checkKey("key", key); err != nil {
 		return 0, err
 	}
-	ttl, err := writeTTLMillis(opts)
-	if err != nil {
-		return 0, fmt.Errorf("incr %q: %w", key, err)
-	}
-	return ttl, nil
+	return writeTTLMillis(opts)
 }
 
 // incrBounds returns the range a value must lie in for value+delta to stay
@@ -94,7 +94,7 @@ func (db *DB) incrBy(ctx context.Context, now int64, key string, delta, ttl int6
 	var n int64
 	err := db.st.incr.QueryRowContext(ctx, key, delta, deadline(now, ttl), now, lo, hi).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("incr %q: %w", key, classify(ctx, err))
+		return 0, classify(ctx, err)
 	}
 	return n, nil
 }

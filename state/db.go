@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -37,12 +39,13 @@ type DB struct {
 	conn      *sql.Conn
 	st        *stmts
 	time      engineTime
-	hwmMillis int64       // the value of this handle's mark row in the file
-	hwmKey    string      // this handle's mark row ("hwm:<n>"); "" when read-only
-	pages     pageCounter // counts the pages conn writes, for checkpointIfDue
-	vfsName   string      // the Go VFS registered for WithFS; "" for the native VFS
-	dead      atomic.Bool // failed is set: read without mu by IncrBuffered
-	failed    error       // the I/O error or corruption that ended this handle
+	hwmMillis int64                 // the value of this handle's mark row in the file
+	hwmKey    string                // this handle's mark row ("hwm:<n>"); "" when read-only
+	pages     pageCounter           // counts the pages conn writes, for checkpointIfDue
+	vfsName   string                // the Go VFS registered for WithFS; "" for the native VFS
+	dead      atomic.Bool           // failed is set: read without mu by IncrBuffered
+	deadErr   atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
+	failed    error                 // the I/O error or corruption that ended this handle
 	closed    bool
 	writes    int // writes since the last inline sweep batch
 	sweepRows int // rows the next sweep batch may delete (sweep.go)
@@ -70,16 +73,20 @@ func Open(path string, opts ...Option) (*DB, error) {
 		cfg.clock = sysclock.New()
 	}
 	db := &DB{path: path, cfg: cfg}
+	watchSQLiteLog()
+	mark := osLogMark()
 	dsn, err := db.dataSource()
 	if err != nil {
 		return nil, err
 	}
 	db.dsn = dsn
 	if err := db.openGuard(dsn); err != nil {
+		err = db.openCause(err, mark)
 		db.releaseHandle()
 		return nil, err
 	}
 	if err := db.open(dsn); err != nil {
+		err = db.openCause(err, mark)
 		db.releaseHandle()
 		return nil, err
 	}
@@ -94,6 +101,13 @@ func (db *DB) dataSource() (string, error) {
 	q := []string{fmt.Sprintf("_pragma=busy_timeout(%d)", db.cfg.busyTimeout.Milliseconds())}
 	if db.cfg.readOnly {
 		q = append(q, "mode=ro")
+		if db.cfg.fs == nil && readOnlyFS(db.path) && !hasWAL(db.path) {
+			// On a read-only file system SQLite can neither create the
+			// -wal and -shm files it reads a WAL file with, nor can
+			// anyone change the file: it is read as immutable, without
+			// them. (A -wal left by a crash must be read: then it is not.)
+			q = append(q, "immutable=1")
+		}
 	}
 	if db.cfg.fs != nil {
 		if err := db.checkFSFile(); err != nil {
@@ -123,7 +137,7 @@ func (db *DB) checkFSFile() error {
 		err = fs.ErrNotExist
 	}
 	if err != nil {
-		return fmt.Errorf("open %s: %w", db.path, err)
+		return cannotOpen(db.path, err)
 	}
 	return nil
 }
@@ -135,7 +149,7 @@ func (db *DB) prepareFile() error {
 	if db.cfg.readOnly {
 		st, err := os.Stat(db.path)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", db.path, err)
+			return cannotOpen(db.path, err)
 		}
 		return oneByte(db.path, st.Size())
 	}
@@ -154,14 +168,35 @@ func (db *DB) prepareFile() error {
 		f, err = os.OpenFile(db.path, os.O_RDONLY, 0) // another process created it just now
 	}
 	if err != nil {
-		return fmt.Errorf("open %s: %w", db.path, err)
+		return cannotOpen(db.path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("open %s: %w", db.path, err)
+		return cannotOpen(db.path, err)
 	}
 	return oneByte(db.path, st.Size())
+}
+
+// hasWAL reports whether a -wal file with content lies beside path.
+func hasWAL(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	st, err := os.Stat(real + walSuffix)
+	return err == nil && st.Size() > 0
+}
+
+// cannotOpen is ErrCannotOpen for a file the operating system would not
+// open or create, wrapping its error (an *fs.PathError).
+func cannotOpen(path string, err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(err, &pe) && errors.As(pe.Err, &errno) {
+		return &causeError{msg: fmt.Sprintf("open %s: %v: %s", path, ErrCannotOpen, osCauseText(err)), errs: []error{ErrCannotOpen, err}}
+	}
+	return &causeError{msg: fmt.Sprintf("open %s: %v: %v", path, ErrCannotOpen, err), errs: []error{ErrCannotOpen, err}}
 }
 
 // oneByte refuses a file of exactly one byte: SQLite's unix VFS reports
@@ -198,7 +233,7 @@ func (db *DB) open(dsn string) error {
 		return err
 	}
 	if !db.cfg.readOnly && readOnlyFile(conn) {
-		return fmt.Errorf("%w: %s: SQLite can only read it (its header names a file format write version it does not know)", ErrCorrupt, db.path)
+		return db.cannotWrite()
 	}
 	if kind == fileEmpty && db.cfg.readOnly {
 		return fmt.Errorf("%w: %s is empty", ErrNotStatekit, db.path)
@@ -459,25 +494,26 @@ func (db *DB) usable(a access) error {
 	case db.closed:
 		return ErrClosed
 	case db.failed != nil:
-		return fmt.Errorf("%s: handle failed earlier, reopen the file: %w", db.path, db.failed)
+		return fmt.Errorf("the handle failed earlier, reopen the file: %w", db.failed)
 	case a != reading && db.cfg.readOnly:
-		return fmt.Errorf("%w: %s was opened read-only", ErrReadOnly, db.path)
+		return fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly)
 	}
 	return nil
 }
 
-// note ends the handle on a fatal error and returns err. Callers hold mu.
+// note explains err with its cause (explain), ends the handle on a fatal
+// error and returns err. Callers hold mu, right after the statement on the
+// handle's connection that failed.
 func (db *DB) note(err error) error {
-	if err != nil && fatal(err) && !strings.Contains(err.Error(), db.path) {
-		err = fmt.Errorf("%s: %w", db.path, err) // ErrCorrupt and ErrIO name the file
+	if err == nil {
+		return nil
 	}
-	if err != nil && fatal(err) && db.failed == nil {
-		if db.vfsName != "" && errors.Is(err, ErrIO) {
-			if cause := vfs.LastError(db.vfsName); cause != nil {
-				err = fmt.Errorf("%w (cause: %w)", err, cause)
-			}
-		}
+	if db.failed == nil {
+		err = db.explain(db.conn, err)
+	}
+	if fatal(err) && db.failed == nil {
 		db.failed = err
+		db.deadErr.Store(&err)
 		db.dead.Store(true)
 		if db.cfg.bugs.Has(bugs.CheckpointAfterFailedSync) {
 			db.bg.ckpt.request()
@@ -497,4 +533,116 @@ func readOnlyFile(conn *sql.Conn) bool {
 		return nil
 	})
 	return ro
+}
+
+// cannotWrite explains why SQLite opened the file for reading only,
+// although Open asked to write: a header naming a file format write
+// version SQLite does not know is damage (ErrCorrupt); otherwise the
+// operating system refused to open it for writing (a file mode, another
+// owner, a read-only file system), which is ErrReadOnly with that cause.
+func (db *DB) cannotWrite() error {
+	if db.cfg.fs != nil || unknownWriteVersion(db.path) {
+		return fmt.Errorf("%w: %s: SQLite can only read it (its header names a file format write version it does not know)", ErrCorrupt, db.path)
+	}
+	return fmt.Errorf("open %s: %w", db.path, readOnlyError("cannot write it", writeProbe(db.path)))
+}
+
+// fileFormatOffset is where SQLite's header keeps the file format's write
+// and read versions (sqlite.org/fileformat.html: 1 legacy, 2 WAL).
+const fileFormatOffset = 18
+
+// unknownWriteVersion reports whether the header of the file at path names
+// a file format write version above 2, which SQLite can only read.
+func unknownWriteVersion(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var v [1]byte
+	_, err = f.ReadAt(v[:], fileFormatOffset)
+	return err == nil && v[0] > 2
+}
+
+// openCause explains an error of Open with the operating system's cause:
+// a file SQLite could not open (too many open files, a directory it may
+// not write, a read-only file system) is ErrCannotOpen, or ErrReadOnly when
+// writing was refused, wrapping the failed call and its errno as SQLite
+// logged it after mark; an I/O error gets the errno SQLite saw.
+func (db *DB) openCause(err error, mark uint64) error {
+	switch {
+	case explained(err):
+		return err
+	case sqliteCode(err) == sqliteCantOpen:
+		cause := osCause(db.path, mark)
+		if missingSidecar(cause) {
+			// SQLite could not create the -wal or -shm file and, trying
+			// to open it for reading only, found none: the cause is why
+			// it could not create it.
+			if perr := writeProbe(db.path); perr != nil {
+				cause = perr
+			} else if derr := dirRefusesWrites(filepath.Dir(db.path)); derr != nil {
+				cause = derr
+			}
+		}
+		if writeRefused(cause) {
+			return fmt.Errorf("open %s: %w", db.path, readOnlyError("cannot create or write the files beside it", cause))
+		}
+		if cause == nil {
+			return &causeError{msg: fmt.Sprintf("open %s: %v: %v", db.path, ErrCannotOpen, err), errs: []error{ErrCannotOpen, err}}
+		}
+		return &causeError{
+			msg:  fmt.Sprintf("open %s: %v: %s (%v)", db.path, ErrCannotOpen, osCauseText(cause), err),
+			errs: []error{ErrCannotOpen, cause, err},
+		}
+	case errors.Is(err, ErrReadOnly) && sqliteCode(err) == sqliteReadOnly:
+		// SQLite could not create the -wal or -shm file
+		// (SQLITE_READONLY_DIRECTORY, _CANTINIT).
+		if derr := dirRefusesWrites(filepath.Dir(db.path)); derr != nil {
+			return fmt.Errorf("open %s: %w", db.path, cannotCreateSidecars(derr, err))
+		}
+	case errors.Is(err, ErrIO):
+		return db.explain(db.conn, err)
+	}
+	return err
+}
+
+// writeRefused reports whether cause, a failed call SQLite logged, refused
+// to let the process write: a read-only file system, or a -wal, -shm or
+// -journal file it may not create or write. (A database file it may not
+// even read is not that: SQLite opens it read-only when it may read it.)
+func writeRefused(cause error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(cause, &pe) || !errors.As(pe.Err, &errno) || !refusesWrites(errno) {
+		return false
+	}
+	if errno == syscall.EROFS || pe.Op == "access" || pe.Op == writeProbeOp {
+		return true
+	}
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if strings.HasSuffix(pe.Path, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingSidecar reports whether cause says a -wal or -shm file was not
+// there to open.
+func missingSidecar(cause error) bool {
+	var pe *fs.PathError
+	return errors.As(cause, &pe) && errors.Is(pe.Err, fs.ErrNotExist) &&
+		(strings.HasSuffix(pe.Path, "-wal") || strings.HasSuffix(pe.Path, "-shm"))
+}
+
+// osCauseText describes an *fs.PathError SQLite logged: "open
+// /dir/app.state-wal: too many open files (EMFILE)".
+func osCauseText(cause error) string {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(cause, &pe) && errors.As(pe.Err, &errno) {
+		return fmt.Sprintf("%s %s: %s", pe.Op, pe.Path, errnoText(errno))
+	}
+	return cause.Error()
 }

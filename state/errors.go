@@ -2,11 +2,15 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/statekit/statekit/state/vfs"
 	sqlite "modernc.org/sqlite"
 )
 
@@ -49,21 +53,38 @@ var (
 	// ErrSchemaTooNew is returned by Open when the file was written by a
 	// newer statekit with a schema version this one does not know.
 	ErrSchemaTooNew = errors.New("statekit: schema version is newer than this statekit")
-	// ErrBusy is returned when another process held the file's write lock
-	// for longer than the busy timeout (WithBusyTimeout).
+	// ErrBusy is returned when another connection (another process, or
+	// another handle on the same file) held the file's lock for longer than
+	// the busy timeout (WithBusyTimeout).
 	ErrBusy = errors.New("statekit: database is busy")
-	// ErrReadOnly is returned by write verbs on a handle opened WithReadOnly.
+	// ErrReadOnly is returned by write verbs on a handle opened WithReadOnly;
+	// by Open when the file, its directory or its file system cannot be
+	// written (the file is 0400, owned by another user, or on a read-only
+	// mount); and by a write that the file system refused because it became
+	// read-only or the permission went away. The last two wrap the
+	// operating system's error (errors.Is(err, fs.ErrPermission) for EACCES
+	// and EPERM, errors.Is(err, syscall.EROFS) for a read-only file system)
+	// and say how to read the file anyway (WithReadOnly). A refused write
+	// also ends the handle, as ErrIO does, and wraps ErrIO.
 	ErrReadOnly = errors.New("statekit: database is read-only")
+	// ErrCannotOpen is returned by Open when the operating system would not
+	// open the file or the -wal or -shm file beside it: too many open files,
+	// a missing directory, a file it may not read. It wraps the operating
+	// system's error, so errors.Is(err, syscall.EMFILE) or
+	// errors.Is(err, fs.ErrNotExist) tell which.
+	ErrCannotOpen = errors.New("statekit: cannot open the file")
 	// ErrIO is returned when the file system failed a read, write or sync.
-	// The handle then refuses every further call with ErrIO: the failed
-	// write is never retried as if nothing happened. Reopen the file to
-	// recover the last committed state.
+	// It wraps the operating system's error when SQLite reported one
+	// (errors.Is(err, syscall.EIO)). The handle then refuses every further
+	// call with ErrIO: the failed write is never retried as if nothing
+	// happened. Reopen the file to recover the last committed state.
 	ErrIO = errors.New("statekit: I/O error")
 	// ErrDiskFull is returned when the disk has no room for a write. The
 	// failed transaction leaves nothing behind and the handle stays usable.
 	ErrDiskFull = errors.New("statekit: disk full")
-	// ErrCorrupt is returned when the file's content is damaged. The handle
-	// then refuses every further call, as with ErrIO.
+	// ErrCorrupt is returned when the file's content is damaged, or when
+	// another program damaged the -wal or -shm file beside it (see
+	// DB.Check). The handle then refuses every further call, as with ErrIO.
 	ErrCorrupt = errors.New("statekit: file is corrupt")
 )
 
@@ -150,4 +171,92 @@ func sqliteCode(err error) int {
 // or corruption the engine never carries on as if nothing happened.
 func fatal(err error) bool {
 	return errors.Is(err, ErrIO) || errors.Is(err, ErrCorrupt)
+}
+
+// explain adds to a classified error what the engine can learn of its
+// cause, once: for an I/O error, the operating system's error SQLite saw on
+// conn (or, through WithFS, the error the FS returned); a write the file
+// system refused for being read-only or for lack of permission is then an
+// ErrReadOnly too. Callers hold mu, right after the failed statement.
+func (db *DB) explain(conn *sql.Conn, err error) error {
+	if err == nil || explained(err) {
+		return err
+	}
+	switch {
+	case errors.Is(err, ErrIO):
+		var cause error
+		if db.vfsName != "" {
+			cause = vfs.LastError(db.vfsName)
+		} else if errno := systemErrno(conn); errno != 0 {
+			cause = errno
+		}
+		var errno syscall.Errno
+		switch {
+		case cause == nil:
+			return err
+		case errors.As(cause, &errno) && refusesWrites(errno):
+			return &causeError{
+				msg: fmt.Sprintf("%v: the file system refused a write: %s; the handle has ended: "+
+					"to read the file, open it again WithReadOnly (%v)", ErrReadOnly, errnoText(errno), err),
+				errs: []error{ErrReadOnly, err, cause},
+			}
+		case errors.As(cause, &errno):
+			return &causeError{msg: fmt.Sprintf("%v (cause: %s)", err, errnoText(errno)), errs: []error{err, cause}}
+		}
+		return &causeError{msg: fmt.Sprintf("%v (cause: %v)", err, cause), errs: []error{err, cause}}
+	case errors.Is(err, ErrBusy) && (sqliteCode(err) == sqliteBusy || sqliteCode(err) == sqliteLocked):
+		return &causeError{
+			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v)",
+				ErrBusy, db.cfg.busyTimeout),
+			errs: []error{err},
+		}
+	case errors.Is(err, ErrDiskFull):
+		return &causeError{
+			msg:  fmt.Sprintf("%v: no room for this write on the file system holding the file", ErrDiskFull),
+			errs: []error{err},
+		}
+	}
+	return err
+}
+
+// named names the file, the verb and what it concerns (a key, a lease) in
+// an error a public method returns: "app.state: incr "hits": ...".
+func (db *DB) named(verb, subject string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if subject != "" {
+		verb += " " + subject
+	}
+	return fmt.Errorf("%s: %s: %w", db.path, verb, err)
+}
+
+// keyName quotes a key for an error message, cut short if long.
+func keyName(key string) string {
+	const max = 64
+	if len(key) > max {
+		return strconv.Quote(key[:max]) + "..."
+	}
+	return strconv.Quote(key)
+}
+
+// keysName names the keys of a Del for an error message.
+func keysName(keys []string) string {
+	const max = 3
+	names := make([]string, 0, max)
+	for i, k := range keys {
+		if i == max {
+			return strings.Join(names, ", ") + fmt.Sprintf(" and %d more", len(keys)-max)
+		}
+		names = append(names, keyName(k))
+	}
+	return strings.Join(names, ", ")
+}
+
+// leaseName names a lease for an error message, with its token once granted.
+func leaseName(l *Lease) string {
+	if l == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s token %d", keyName(l.Name), l.Token)
 }

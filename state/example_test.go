@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/statekit/statekit/faults"
@@ -98,12 +99,16 @@ func ExampleDB_Lease() {
 	clock.Advance(30 * time.Second) // worker-a paused past its lease
 	b, _ := db.Lease(ctx, "nightly", "worker-b", 30*time.Second)
 	fmt.Println("worker-b token", b.Token)
-	fmt.Println("worker-a renew:", db.Renew(ctx, a, 30*time.Second))
+	err = db.Renew(ctx, a, 30*time.Second)
+	fmt.Println("worker-a renew lost:", errors.Is(err, state.ErrLeaseLost))
+	// Errors name the file first, then the verb and its key or lease.
+	fmt.Println(strings.TrimPrefix(err.Error(), db.Path()+": "))
 	// Output:
 	// worker-a token 1
 	// worker-b: held by worker-a for 30s
 	// worker-b token 2
-	// worker-a renew: renew "nightly" token 1: statekit: lease lost
+	// worker-a renew lost: true
+	// renew "nightly" token 1: statekit: lease lost
 }
 
 func ExampleDB_Update() {
@@ -139,11 +144,11 @@ func ExampleDB_TTL() {
 	fmt.Println(left == state.NoExpiry)
 	clock.Advance(6 * time.Second)
 	_, err := db.Get(ctx, "session")
-	fmt.Println(err)
+	fmt.Println(errors.Is(err, state.ErrNotFound), strings.TrimPrefix(err.Error(), db.Path()+": "))
 	// Output:
 	// 6s
 	// true
-	// get "session": statekit: key not found
+	// true get "session": statekit: key not found
 }
 
 func ExampleDB_IncrBuffered() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -23,28 +22,28 @@ RETURNING 1`
 // reports whether it was live.
 func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := checkKey("key", key); err != nil {
-		return false, err
+		return false, db.named("expire", keyName(key), err)
 	}
 	var ok bool
 	err := db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.expire(ctx, now, key, ttl)
 		return err
 	})
-	return ok, err
+	return ok, db.named("expire", keyName(key), err)
 }
 
 // TTL returns the time key has left, NoExpiry for a live key without a
 // deadline, or ErrNotFound for an absent or expired key.
 func (db *DB) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if err := checkKey("key", key); err != nil {
-		return 0, err
+		return 0, db.named("ttl", keyName(key), err)
 	}
 	var left time.Duration
 	err := db.do(ctx, reading, func(now int64) (err error) {
 		left, err = db.ttl(ctx, now, key)
 		return err
 	})
-	return left, err
+	return left, db.named("ttl", keyName(key), err)
 }
 
 func (db *DB) expire(ctx context.Context, now int64, key string, ttl time.Duration) (bool, error) {
@@ -62,7 +61,7 @@ func (db *DB) expire(ctx context.Context, now int64, key string, ttl time.Durati
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("expire %q: %w", key, classify(ctx, err))
+		return false, classify(ctx, err)
 	}
 	return true, nil
 }
@@ -71,10 +70,10 @@ func (db *DB) ttl(ctx context.Context, now int64, key string) (time.Duration, er
 	var at sql.NullInt64
 	err := db.st.ttl.QueryRowContext(ctx, key, now).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("ttl %q: %w", key, ErrNotFound)
+		return 0, ErrNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("ttl %q: %w", key, classify(ctx, err))
+		return 0, classify(ctx, err)
 	}
 	if !at.Valid {
 		return NoExpiry, nil

@@ -29,14 +29,14 @@ RETURNING expires_at IS NULL OR expires_at > ?2`
 // ErrClosed after Close.
 func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 	if err := checkKey("key", key); err != nil {
-		return Value{}, err
+		return Value{}, db.named("get", keyName(key), err)
 	}
 	var v Value
 	err := db.do(ctx, reading, func(now int64) (err error) {
 		v, err = db.get(ctx, now, key)
 		return err
 	})
-	return v, err
+	return v, db.named("get", keyName(key), err)
 }
 
 // Set stores value under key, replacing its value, type and deadline: the
@@ -47,16 +47,17 @@ func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 func (db *DB) Set(ctx context.Context, key string, value any, opts ...WriteOption) error {
 	v, ttl, err := checkSet(key, value, opts)
 	if err != nil {
-		return err
+		return db.named("set", keyName(key), err)
 	}
-	return db.do(ctx, grouped, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
+	err = db.do(ctx, grouped, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
+	return db.named("set", keyName(key), err)
 }
 
 // Del deletes keys and returns how many of them were live. Expired rows are
 // deleted too but not counted; a key named twice counts once.
 func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 	if err := checkKeys(keys); err != nil {
-		return 0, err
+		return 0, db.named("del", keysName(keys), err)
 	}
 	if len(keys) == 0 {
 		return 0, nil
@@ -66,7 +67,7 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 		n, err = db.del(ctx, now, keys)
 		return err
 	})
-	return n, err
+	return n, db.named("del", keysName(keys), err)
 }
 
 func checkSet(key string, value any, opts []WriteOption) (Value, int64, error) {
@@ -75,11 +76,11 @@ func checkSet(key string, value any, opts []WriteOption) (Value, int64, error) {
 	}
 	v, err := toValue(value)
 	if err != nil {
-		return Value{}, 0, fmt.Errorf("set %q: %w", key, err)
+		return Value{}, 0, err
 	}
 	ttl, err := writeTTLMillis(opts)
 	if err != nil {
-		return Value{}, 0, fmt.Errorf("set %q: %w", key, err)
+		return Value{}, 0, err
 	}
 	return v, ttl, nil
 }
@@ -101,7 +102,7 @@ func (db *DB) get(ctx context.Context, now int64, key string) (Value, error) {
 	var raw any
 	err := stmt.QueryRowContext(ctx, key, now).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Value{}, fmt.Errorf("get %q: %w", key, ErrNotFound)
+		return Value{}, ErrNotFound
 	}
 	if err != nil {
 		return Value{}, classify(ctx, err)

@@ -59,7 +59,7 @@ type Lease struct {
 func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
 	ms, err := checkLease(name, owner, ttl)
 	if err != nil {
-		return nil, err
+		return nil, db.named("lease", keyName(name), err)
 	}
 	var l *Lease
 	err = db.do(ctx, writing, func(now int64) error {
@@ -79,7 +79,7 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 			return nil
 		})
 	})
-	return l, err
+	return l, db.named("lease", keyName(name), err)
 }
 
 // Renew moves the deadline of l to ttl from now and updates l.Expires. It
@@ -88,18 +88,19 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 	ms, err := checkHeld(l, ttl)
 	if err != nil {
-		return err
+		return db.named("renew", leaseName(l), err)
 	}
-	return db.do(ctx, writing, func(now int64) error { return db.renew(ctx, now, l, ms) })
+	subject := leaseName(l) // before renew can change the token
+	return db.named("renew", subject, db.do(ctx, writing, func(now int64) error { return db.renew(ctx, now, l, ms) }))
 }
 
 // Release ends l at once, keeping its token so the next grant gets a higher
 // one. It returns ErrLeaseLost when l is no longer held.
 func (db *DB) Release(ctx context.Context, l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
-		return err
+		return db.named("release", leaseName(l), err)
 	}
-	return db.do(ctx, writing, func(now int64) error { return db.release(ctx, now, l) })
+	return db.named("release", leaseName(l), db.do(ctx, writing, func(now int64) error { return db.release(ctx, now, l) }))
 }
 
 // pagesWritten returns how many pages the handle's connection has written
@@ -123,11 +124,7 @@ func checkLease(name, owner string, ttl time.Duration) (int64, error) {
 	if err := checkOwner(owner); err != nil {
 		return 0, err
 	}
-	ms, err := ttlMillis(ttl)
-	if err != nil {
-		return 0, fmt.Errorf("lease %q: %w", name, err)
-	}
-	return ms, nil
+	return ttlMillis(ttl)
 }
 
 func checkHeld(l *Lease, ttl time.Duration) (int64, error) {
@@ -177,12 +174,12 @@ func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int6
 				return nil, err
 			}
 			if tries == leaseGrantTries {
-				return nil, fmt.Errorf("lease %q: %w: its holder kept changing", name, ErrBusy)
+				return nil, fmt.Errorf("%w: its holder kept changing", ErrBusy)
 			}
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+			return nil, classify(ctx, err)
 		}
 		break
 	}
@@ -207,7 +204,7 @@ func (db *DB) leaseHeld(ctx context.Context, now int64, name, requester string) 
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("lease %q: %w", name, classify(ctx, err))
+		return classify(ctx, err)
 	}
 	if at <= now || owner == requester {
 		return nil
@@ -224,10 +221,10 @@ func (db *DB) renew(ctx context.Context, now int64, l *Lease, ttl int64) error {
 	var token int64
 	err := stmt.QueryRowContext(ctx, l.Name, l.Owner, l.Token, now+ttl, now).Scan(&token)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("renew %q token %d: %w", l.Name, l.Token, ErrLeaseLost)
+		return ErrLeaseLost
 	}
 	if err != nil {
-		return fmt.Errorf("renew %q: %w", l.Name, classify(ctx, err))
+		return classify(ctx, err)
 	}
 	l.Token = token
 	l.Expires = time.UnixMilli(now + ttl)
@@ -242,10 +239,10 @@ func (db *DB) release(ctx context.Context, now int64, l *Lease) error {
 	var one int
 	err := stmt.QueryRowContext(ctx, l.Name, l.Owner, l.Token, now).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("release %q token %d: %w", l.Name, l.Token, ErrLeaseLost)
+		return ErrLeaseLost
 	}
 	if err != nil {
-		return fmt.Errorf("release %q: %w", l.Name, classify(ctx, err))
+		return classify(ctx, err)
 	}
 	l.Expires = time.UnixMilli(now)
 	return nil

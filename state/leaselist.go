@@ -60,7 +60,7 @@ type LeaseInfo struct {
 // (ErrBusy, ErrIO, ErrCorrupt).
 func (db *DB) Leases(ctx context.Context, includeFree bool, fn func(LeaseInfo) error) error {
 	if fn == nil {
-		return fmt.Errorf("%w: nil Leases callback", ErrInvalidArgument)
+		return db.named("leases", "", fmt.Errorf("%w: nil Leases callback", ErrInvalidArgument))
 	}
 	after := ""
 	for {
@@ -70,7 +70,7 @@ func (db *DB) Leases(ctx context.Context, includeFree bool, fn func(LeaseInfo) e
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("leases: %w", err)
+			return db.named("leases", "", err)
 		}
 		for _, l := range page {
 			if err := fn(l); err != nil {

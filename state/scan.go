@@ -43,7 +43,7 @@ type KeyInfo struct {
 // (ErrBusy, ErrIO, ErrCorrupt).
 func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn func(KeyInfo) error) error {
 	if fn == nil {
-		return fmt.Errorf("%w: nil Scan callback", ErrInvalidArgument)
+		return db.named("scan", "", fmt.Errorf("%w: nil Scan callback", ErrInvalidArgument))
 	}
 	end := prefixEnd(prefix)
 	query, from := scanSQL(true, end != ""), prefix
@@ -56,12 +56,12 @@ func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn f
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("scan: %w", err)
+			return db.named("scan", keyName(prefix)+"*", err)
 		}
 		for _, r := range page {
 			k, err := r.info(now)
 			if err != nil {
-				return fmt.Errorf("scan: %w", err)
+				return db.named("scan", keyName(prefix)+"*", err)
 			}
 			if err := fn(k); err != nil {
 				return err

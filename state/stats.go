@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -62,7 +61,7 @@ func (db *DB) Stats(ctx context.Context) (Stats, error) {
 		return db.inReadTx(ctx, func() error { return db.stats(ctx, now, &s) })
 	})
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return Stats{}, db.named("stats", "", err)
 	}
 	return s, nil
 }

@@ -50,6 +50,12 @@ const (
 // with the write verbs other goroutines call meanwhile, so a verb waits for
 // one at most.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
+	n, err := db.sweep(ctx)
+	return n, db.named("sweep", "", err)
+}
+
+// sweep is Sweep, its errors not yet named.
+func (db *DB) sweep(ctx context.Context) (int, error) {
 	total := 0
 	start := int64(-1) // every batch deletes what was expired when the sweep began
 	for {

@@ -39,9 +39,10 @@ type Tx struct {
 // returns.
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
-		return fmt.Errorf("%w: nil Update callback", ErrInvalidArgument)
+		return db.named("update", "", fmt.Errorf("%w: nil Update callback", ErrInvalidArgument))
 	}
-	return db.do(ctx, writing, func(now int64) error {
+	var fnErr error // fn's own error, returned as it is
+	err := db.do(ctx, writing, func(now int64) error {
 		if err := db.begin(ctx); err != nil {
 			return classify(ctx, err)
 		}
@@ -53,6 +54,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			}
 		}()
 		if err := fn(tx); err != nil {
+			fnErr = err
 			return err
 		}
 		if tx.broken != nil {
@@ -80,6 +82,10 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		return nil
 	})
+	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
+		return err // the callback's error, or a verb's inside it, named already
+	}
+	return db.named("update", "", err)
 }
 
 // run runs one verb inside the transaction and remembers a fatal error.
@@ -88,6 +94,11 @@ func (tx *Tx) run(err error) error {
 		tx.broken = err
 	}
 	return err
+}
+
+// named is DB.named for a verb inside the transaction.
+func (tx *Tx) named(verb, subject string, err error) error {
+	return tx.db.named(verb, subject, err)
 }
 
 // usable refuses verbs after a fatal error inside the transaction.
@@ -101,45 +112,45 @@ func (tx *Tx) usable() error {
 // Get is DB.Get inside the transaction.
 func (tx *Tx) Get(key string) (Value, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
-		return Value{}, err
+		return Value{}, tx.named("get", keyName(key), err)
 	}
 	v, err := tx.db.get(tx.ctx, tx.now, key)
-	return v, tx.run(err)
+	return v, tx.named("get", keyName(key), tx.run(err))
 }
 
 // Set is DB.Set inside the transaction.
 func (tx *Tx) Set(key string, value any, opts ...WriteOption) error {
 	if err := tx.usable(); err != nil {
-		return err
+		return tx.named("set", keyName(key), err)
 	}
 	v, ttl, err := checkSet(key, value, opts)
 	if err != nil {
-		return err
+		return tx.named("set", keyName(key), err)
 	}
-	return tx.run(tx.db.set(tx.ctx, tx.now, key, v, ttl))
+	return tx.named("set", keyName(key), tx.run(tx.db.set(tx.ctx, tx.now, key, v, ttl)))
 }
 
 // Del is DB.Del inside the transaction.
 func (tx *Tx) Del(keys ...string) (int, error) {
 	if err := firstErr(tx.usable(), checkKeys(keys)); err != nil {
-		return 0, err
+		return 0, tx.named("del", keysName(keys), err)
 	}
 	if len(keys) == 0 {
 		return 0, nil
 	}
 	n, err := tx.db.del(tx.ctx, tx.now, keys)
-	return n, tx.run(err)
+	return n, tx.named("del", keysName(keys), tx.run(err))
 }
 
 // Incr is DB.Incr inside the transaction.
 func (tx *Tx) Incr(key string, opts ...WriteOption) (int64, error) {
-	return tx.IncrBy(key, 1, opts...)
+	return tx.incrVerb("incr", key, 1, opts)
 }
 
 // Decr is DB.Decr inside the transaction: it subtracts 1, as IncrBy with
 // -1, and returns ErrNotInteger or ErrOverflow as Incr does.
 func (tx *Tx) Decr(key string, opts ...WriteOption) (int64, error) {
-	return tx.IncrBy(key, -1, opts...)
+	return tx.incrVerb("decr", key, -1, opts)
 }
 
 // DecrBy is DB.DecrBy inside the transaction: it subtracts delta, as IncrBy
@@ -147,93 +158,99 @@ func (tx *Tx) Decr(key string, opts ...WriteOption) (int64, error) {
 // delta of math.MinInt64 gives ErrOverflow.
 func (tx *Tx) DecrBy(key string, delta int64, opts ...WriteOption) (int64, error) {
 	if delta == math.MinInt64 {
-		return 0, fmt.Errorf("decrby %q: %w", key, ErrOverflow)
+		return 0, tx.named("decr", keyName(key), ErrOverflow)
 	}
-	return tx.IncrBy(key, -delta, opts...)
+	return tx.incrVerb("decr", key, -delta, opts)
 }
 
 // IncrBy is DB.IncrBy inside the transaction.
 func (tx *Tx) IncrBy(key string, delta int64, opts ...WriteOption) (int64, error) {
+	return tx.incrVerb("incr", key, delta, opts)
+}
+
+// incrVerb is the increment verbs, errors named after verb.
+func (tx *Tx) incrVerb(verb, key string, delta int64, opts []WriteOption) (int64, error) {
 	if err := tx.usable(); err != nil {
-		return 0, err
+		return 0, tx.named(verb, keyName(key), err)
 	}
 	ttl, err := checkIncr(key, opts)
 	if err != nil {
-		return 0, err
+		return 0, tx.named(verb, keyName(key), err)
 	}
 	n, err := tx.db.incrBy(tx.ctx, tx.now, key, delta, ttl)
-	return n, tx.run(err)
+	return n, tx.named(verb, keyName(key), tx.run(err))
 }
 
 // CAS is DB.CAS inside the transaction.
 func (tx *Tx) CAS(key string, expected, new any) (bool, error) {
 	if err := tx.usable(); err != nil {
-		return false, err
+		return false, tx.named("cas", keyName(key), err)
 	}
 	exp, nv, err := checkCAS(key, expected, new)
 	if err != nil {
-		return false, err
+		return false, tx.named("cas", keyName(key), err)
 	}
 	ok, err := tx.db.cas(tx.ctx, tx.now, key, exp, nv)
-	return ok, tx.run(err)
+	return ok, tx.named("cas", keyName(key), tx.run(err))
 }
 
 // Expire is DB.Expire inside the transaction.
 func (tx *Tx) Expire(key string, ttl time.Duration) (bool, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
-		return false, err
+		return false, tx.named("expire", keyName(key), err)
 	}
 	ok, err := tx.db.expire(tx.ctx, tx.now, key, ttl)
-	return ok, tx.run(err)
+	return ok, tx.named("expire", keyName(key), tx.run(err))
 }
 
 // TTL is DB.TTL inside the transaction.
 func (tx *Tx) TTL(key string) (time.Duration, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
-		return 0, err
+		return 0, tx.named("ttl", keyName(key), err)
 	}
 	d, err := tx.db.ttl(tx.ctx, tx.now, key)
-	return d, tx.run(err)
+	return d, tx.named("ttl", keyName(key), tx.run(err))
 }
 
 // Lease is DB.Lease inside the transaction. The grant commits with the
 // transaction, and Update makes that commit durable before it returns.
 func (tx *Tx) Lease(name, owner string, ttl time.Duration) (*Lease, error) {
 	if err := tx.usable(); err != nil {
-		return nil, err
+		return nil, tx.named("lease", keyName(name), err)
 	}
 	ms, err := checkLease(name, owner, ttl)
 	if err != nil {
-		return nil, err
+		return nil, tx.named("lease", keyName(name), err)
 	}
 	l, err := tx.db.lease(tx.ctx, tx.now, name, owner, ms)
 	if err == nil {
 		tx.granted = true
 	}
-	return l, tx.run(err)
+	return l, tx.named("lease", keyName(name), tx.run(err))
 }
 
 // Renew is DB.Renew inside the transaction.
 func (tx *Tx) Renew(l *Lease, ttl time.Duration) error {
 	if err := tx.usable(); err != nil {
-		return err
+		return tx.named("renew", leaseName(l), err)
 	}
 	ms, err := checkHeld(l, ttl)
 	if err != nil {
-		return err
+		return tx.named("renew", leaseName(l), err)
 	}
-	return tx.run(tx.db.renew(tx.ctx, tx.now, l, ms))
+	subject := leaseName(l) // before renew can change the token
+	return tx.named("renew", subject, tx.run(tx.db.renew(tx.ctx, tx.now, l, ms)))
 }
 
 // Release is DB.Release inside the transaction.
 func (tx *Tx) Release(l *Lease) error {
 	if err := tx.usable(); err != nil {
-		return err
+		return tx.named("release", leaseName(l), err)
 	}
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
-		return err
+		return tx.named("release", leaseName(l), err)
 	}
-	return tx.run(tx.db.release(tx.ctx, tx.now, l))
+	return tx.named("release", leaseName(l), tx.run(tx.db.release(tx.ctx, tx.now, l)))
 }
 
 // firstErr returns the first non-nil error.

@@ -112,6 +112,15 @@ func repairError(err error) error {
 	case errors.Is(err, vfs.ErrNoSpace):
 		return fmt.Errorf("%w: repairing the WAL: %w", ErrDiskFull, err)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "open" {
+		// The operating system would not open the WAL (too many open
+		// files, a read-only file system): nothing was read or written.
+		if writeRefused(pe) {
+			return readOnlyError("cannot write "+pe.Path+" to repair the WAL", pe)
+		}
+		return &causeError{msg: fmt.Sprintf("%v: repairing the WAL: %s", ErrCannotOpen, osCauseText(pe)), errs: []error{ErrCannotOpen, err}}
+	}
 	return fmt.Errorf("%w: repairing the WAL: %w", ErrIO, err)
 }
 

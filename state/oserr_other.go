@@ -1,0 +1,11 @@
+//go:build !unix
+
+package state
+
+import "syscall"
+
+// errnoName returns "": names are shown on unix only.
+func errnoName(syscall.Errno) string { return "" }
+
+// dirRefusesWrites returns nil: directories are asked on unix only.
+func dirRefusesWrites(string) error { return nil }
