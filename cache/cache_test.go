@@ -1,0 +1,338 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/cache"
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// openDB opens a fresh file on a clock the test steps by hand: leases lapse
+// and values expire only when the test says so.
+func openDB(t *testing.T) (*state.DB, *faults.Clock) {
+	t.Helper()
+	clock := faults.NewClock(t0)
+	db, err := state.Open(filepath.Join(t.TempDir(), "cache.state"), state.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db, clock
+}
+
+// capped is the test's context with a generous cap: a caller still waiting
+// when it ends fails the test rather than hanging it.
+func capped(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// counting returns fn, which counts its calls and returns value.
+func counting(calls *atomic.Int64, value string) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) {
+		calls.Add(1)
+		return []byte(value), nil
+	}
+}
+
+// leaseOf returns the lease row of key's fill.
+func leaseOf(t *testing.T, db *state.DB, key string) state.LeaseInfo {
+	t.Helper()
+	var found state.LeaseInfo
+	require.NoError(t, db.Leases(t.Context(), true, func(li state.LeaseInfo) error {
+		if li.Name == cache.LeasePrefix+key {
+			found = li
+		}
+		return nil
+	}))
+	require.NotEmpty(t, found.Name, "no lease for %q", key)
+	return found
+}
+
+func TestComputesOnMissAndCaches(t *testing.T) {
+	db, clock := openDB(t)
+	ctx := capped(t)
+	var calls atomic.Int64
+	fn := counting(&calls, "v1")
+
+	v, err := cache.GetOrCompute(ctx, db, "k", time.Minute, fn)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(v))
+	left, err := db.TTL(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, left, "written with the ttl")
+	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "k").Status, "the fill released its lease")
+
+	v, err = cache.GetOrCompute(ctx, db, "k", time.Minute, fn)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(v))
+	assert.EqualValues(t, 1, calls.Load(), "a hit computes nothing")
+
+	clock.Advance(time.Minute) // expired: the next call is a new fill
+	v, err = cache.GetOrCompute(ctx, db, "k", time.Minute, counting(&calls, "v2"))
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(v))
+	assert.EqualValues(t, 2, calls.Load())
+}
+
+func TestEmptyValueIsAValue(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := capped(t)
+	var calls atomic.Int64
+	for range 2 {
+		v, err := cache.GetOrCompute(ctx, db, "k", time.Minute, func(context.Context) ([]byte, error) {
+			calls.Add(1)
+			return nil, nil
+		})
+		require.NoError(t, err)
+		assert.Empty(t, v)
+	}
+	assert.EqualValues(t, 1, calls.Load(), "an empty value is cached too")
+}
+
+// TestGoroutinesShareOneFill starts many callers of a cold key at once; the
+// computation waits until every caller has found the key missing, so all of
+// them come for the lease, and must run once.
+func TestGoroutinesShareOneFill(t *testing.T) {
+	db, clock := openDB(t)
+	ctx := capped(t)
+	const callers = 32
+	var misses atomic.Int64
+	cache.SetMissHook(func(string) { misses.Add(1) })
+	t.Cleanup(func() { cache.SetMissHook(nil) })
+	for fillNo := 1; fillNo <= 2; fillNo++ {
+		var calls atomic.Int64
+		want := fmt.Sprintf("fill %d", fillNo)
+		fn := func(ctx context.Context) ([]byte, error) {
+			calls.Add(1)
+			for misses.Load() < int64(callers*fillNo) {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return []byte(want), nil
+		}
+		var wg sync.WaitGroup
+		got := make([]string, callers)
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() {
+				v, err := cache.GetOrCompute(ctx, db, "hot", time.Minute, fn, cache.WithPoll(time.Millisecond))
+				got[i], errs[i] = string(v), err
+			})
+		}
+		wg.Wait()
+		for i := range callers {
+			require.NoError(t, errs[i], "caller %d", i)
+			assert.Equal(t, want, got[i], "caller %d", i)
+		}
+		assert.EqualValues(t, callers*fillNo, misses.Load(), "every caller missed")
+		assert.EqualValues(t, 1, calls.Load(), "fill %d: fn ran once for %d callers", fillNo, callers)
+		clock.Advance(time.Minute) // the value expires: the next round is a new fill
+	}
+}
+
+// TestLapsedLeaseDoesNotWrite: a caller whose lease lapses while fn runs
+// (the clock moves past it) writes nothing, whether or not another caller
+// took the lease over meanwhile.
+func TestLapsedLeaseDoesNotWrite(t *testing.T) {
+	for _, takeover := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", takeover), func(t *testing.T) {
+			db, clock := openDB(t)
+			ctx := capped(t)
+			started, finish := make(chan struct{}), make(chan struct{})
+			type result struct {
+				v   string
+				err error
+			}
+			slow := make(chan result, 1)
+			go func() {
+				v, err := cache.GetOrCompute(ctx, db, "k", time.Hour, func(context.Context) ([]byte, error) {
+					close(started)
+					<-finish
+					return []byte("stale"), nil
+				}, cache.WithLease(10*time.Second))
+				slow <- result{string(v), err}
+			}()
+			<-started
+			first := leaseOf(t, db, "k")
+			assert.Equal(t, state.LeaseHeld, first.Status)
+
+			clock.Advance(10 * time.Second) // the lease lapses mid-compute
+			if takeover {
+				v, err := cache.GetOrCompute(ctx, db, "k", time.Hour, func(context.Context) ([]byte, error) {
+					return []byte("fresh"), nil
+				})
+				require.NoError(t, err)
+				assert.Equal(t, "fresh", string(v))
+				assert.Equal(t, first.Token+1, leaseOf(t, db, "k").Token, "taken over with a newer token")
+			}
+			close(finish)
+			r := <-slow
+			require.NoError(t, r.err)
+			assert.Equal(t, "stale", r.v, "the late caller still gets its own value")
+
+			v, err := db.Get(ctx, "k")
+			if takeover {
+				require.NoError(t, err)
+				assert.Equal(t, "fresh", v.String(), "the newer holder's value stands")
+			} else {
+				assert.ErrorIs(t, err, state.ErrNotFound, "nothing written by a lapsed lease")
+			}
+		})
+	}
+}
+
+// TestWaiterTakesOverALapsedLease: a caller waiting on a computation whose
+// lease lapses takes the lease over and computes itself.
+func TestWaiterTakesOverALapsedLease(t *testing.T) {
+	db, clock := openDB(t)
+	ctx := capped(t)
+	started, finish := make(chan struct{}), make(chan struct{})
+	defer close(finish)
+	go func() {
+		_, _ = cache.GetOrCompute(ctx, db, "k", time.Hour, func(context.Context) ([]byte, error) {
+			close(started)
+			<-finish
+			return []byte("stale"), nil
+		}, cache.WithLease(10*time.Second))
+	}()
+	<-started
+
+	var calls atomic.Int64
+	waiter := make(chan []byte, 1)
+	go func() {
+		v, err := cache.GetOrCompute(ctx, db, "k", time.Hour, counting(&calls, "fresh"), cache.WithPoll(time.Millisecond))
+		assert.NoError(t, err)
+		waiter <- v
+	}()
+	// Polls that find the lease held compute nothing, however many.
+	for range 50 {
+		time.Sleep(time.Millisecond)
+		require.Zero(t, calls.Load(), "computed while the lease was held")
+	}
+	clock.Advance(10 * time.Second)
+	assert.Equal(t, "fresh", string(<-waiter))
+	assert.EqualValues(t, 1, calls.Load())
+}
+
+func TestWaitIsBoundedOnTheEnginesClock(t *testing.T) {
+	db, clock := openDB(t)
+	ctx := capped(t)
+	started, finish := make(chan struct{}), make(chan struct{})
+	defer close(finish)
+	go func() {
+		_, _ = cache.GetOrCompute(ctx, db, "k", time.Hour, func(context.Context) ([]byte, error) {
+			close(started)
+			<-finish
+			return []byte("slow"), nil
+		}, cache.WithLease(time.Hour))
+	}()
+	<-started
+
+	_, err := cache.GetOrCompute(ctx, db, "k", time.Hour, counting(new(atomic.Int64), "x"), cache.WithMaxWait(0))
+	assert.ErrorIs(t, err, cache.ErrWaitTimeout, "no wait at all")
+	assert.ErrorIs(t, err, state.ErrLeaseHeld)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := cache.GetOrCompute(ctx, db, "k", time.Hour, counting(new(atomic.Int64), "x"),
+			cache.WithMaxWait(5*time.Second), cache.WithPoll(time.Millisecond))
+		done <- err
+	}()
+	// Time passes on the engine's clock only: a second per millisecond
+	// until the waiter gives up, whenever it began to wait.
+	for {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, cache.ErrWaitTimeout)
+			assert.Equal(t, state.LeaseHeld, leaseOf(t, db, "k").Status, "the holder still holds: a timeout, not a takeover")
+			return
+		case <-time.After(time.Millisecond):
+			clock.Advance(time.Second)
+		}
+	}
+}
+
+func TestFailedComputationReleasesTheLease(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := capped(t)
+	boom := errors.New("backend down")
+	_, err := cache.GetOrCompute(ctx, db, "k", time.Hour, func(context.Context) ([]byte, error) { return nil, boom })
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "k").Status)
+
+	assert.PanicsWithValue(t, "bug", func() {
+		_, _ = cache.GetOrCompute(ctx, db, "p", time.Hour, func(context.Context) ([]byte, error) { panic("bug") })
+	})
+	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "p").Status)
+
+	_, err = cache.GetOrCompute(ctx, db, "big", time.Hour, func(context.Context) ([]byte, error) {
+		return make([]byte, state.MaxValueBytes+1), nil
+	})
+	assert.ErrorIs(t, err, state.ErrInvalidValue)
+	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "big").Status)
+
+	// The clock never moved: without the releases these would wait.
+	var calls atomic.Int64
+	for _, k := range []string{"k", "p", "big"} {
+		v, err := cache.GetOrCompute(ctx, db, k, time.Hour, counting(&calls, "ok"), cache.WithMaxWait(0))
+		require.NoError(t, err, k)
+		assert.Equal(t, "ok", string(v))
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := capped(t)
+	var calls atomic.Int64
+	fn := counting(&calls, "v")
+	for _, c := range []struct {
+		name  string
+		call  func() ([]byte, error)
+		cause string
+	}{
+		{"nil db", func() ([]byte, error) { return cache.GetOrCompute(ctx, nil, "k", time.Minute, fn) }, "nil *state.DB"},
+		{"empty key", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "", time.Minute, fn) }, "empty key"},
+		{"zero ttl", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k", 0, fn) }, "ttl 0s"},
+		{"negative ttl", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k", -time.Second, fn) }, "ttl -1s"},
+		{"nil fn", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k", time.Minute, nil) }, "nil fn"},
+		{"nil option", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, nil) }, "nil Option"},
+		{"zero lease", func() ([]byte, error) {
+			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithLease(0))
+		}, "lease 0s"},
+		{"negative wait", func() ([]byte, error) {
+			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithMaxWait(-1))
+		}, "max wait -1ns"},
+		{"zero poll", func() ([]byte, error) {
+			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithPoll(0))
+		}, "poll 0s"},
+	} {
+		v, err := c.call()
+		assert.ErrorIs(t, err, cache.ErrInvalidArgument, c.name)
+		assert.ErrorContains(t, err, c.cause, c.name)
+		assert.Nil(t, v, c.name)
+	}
+	assert.Zero(t, calls.Load(), "nothing computed")
+
+	require.NoError(t, db.Set(ctx, "n", 7))
+	_, err := cache.GetOrCompute(ctx, db, "n", time.Minute, fn)
+	assert.ErrorIs(t, err, cache.ErrNotBytes)
+
+	_, err = cache.GetOrCompute(ctx, db, strings.Repeat("x", state.MaxKeyBytes+1), time.Minute, fn)
+	assert.ErrorIs(t, err, state.ErrInvalidKey)
+	assert.Zero(t, calls.Load(), "nothing computed")
+}

@@ -1,0 +1,17 @@
+// Package cache is a read-through cache over a statekit file with one fill
+// at a time: GetOrCompute returns a key's live value or, on a miss, lets one
+// caller compute it while the others wait for that caller's value.
+//
+// The caller that computes holds a short lease on the key, with its fencing
+// token; it writes the value in one Update that first releases that lease,
+// token and all, so a caller whose lease lapsed mid-compute (it paused, or
+// the computation outran the lease) writes nothing, and a newer holder's
+// value stands. The others wait by polling the file, for the value or for
+// the lease to lapse (then one of them takes over), for at most a bounded
+// time on the engine's clock. Goroutines and processes sharing the file
+// share the fill: a cold key costs one computation, not one per caller.
+//
+// Values are bytes; the caller encodes and decodes them. A value expires ttl
+// after it was written; expiry is the engine's (an expired value is absent
+// to every reader at once).
+package cache
