@@ -126,6 +126,11 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		ctx = hooks.WithNow(ctx, func(ms int64) { now = ms })
 	}
 	err := db.flush(ctx, d)
+	if !restore && errors.Is(err, errNotWritten) && errors.Is(err, ErrDiskFull) && db.makeRoom(ctx) {
+		// Close's flush, the last chance to write these: the WAL's
+		// space, given back, may be room enough.
+		err = db.flush(ctx, d)
+	}
 	restored := restore && err != nil && errors.Is(err, errNotWritten)
 	if restored {
 		db.buf.restore(d, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
@@ -133,11 +138,14 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 	if end != nil {
 		end(now, err, restored)
 	}
+	if restored {
+		err = fmt.Errorf("%w; the increments are kept for the next flush", err)
+	}
 	return err
 }
 
 // errNotWritten marks a flush that wrote nothing and may be retried.
-var errNotWritten = errors.New("buffered increments kept for the next flush")
+var errNotWritten = errors.New("nothing written")
 
 func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 	if len(d) == 0 {
@@ -211,8 +219,18 @@ func notWritten(err error) error {
 	if fatal(err) {
 		return err
 	}
-	return fmt.Errorf("%w (%w)", err, errNotWritten)
+	return notWrittenError{err}
 }
+
+// notWrittenError is an error of a flush that wrote nothing: its message
+// is its cause's, and it is errNotWritten too.
+type notWrittenError struct{ error }
+
+// Unwrap returns the cause.
+func (e notWrittenError) Unwrap() error { return e.error }
+
+// Is reports whether target is errNotWritten.
+func (e notWrittenError) Is(target error) bool { return target == errNotWritten }
 
 // closeBuffer stops IncrBuffered and returns what was left to flush, or
 // false if it was already closed.

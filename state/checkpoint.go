@@ -231,14 +231,26 @@ func (db *DB) checkpointIfDue(ctx context.Context) {
 // that moment leaves the WAL as it is (and a hole, if any, with it); an I/O
 // error fails the open.
 func checkpointAtOpen(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration) error {
-	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout=0`); err != nil {
-		return err
-	}
 	var busy, frames, copied int64
-	err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	err := withoutBusyWait(ctx, conn, busyTimeout, func() error {
+		return conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	})
 	if c := sqliteCode(err); c == sqliteBusy || c == sqliteLocked {
 		err = nil
 	}
-	_, rerr := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout.Milliseconds()))
-	return errors.Join(err, rerr)
+	return err
+}
+
+// withoutBusyWait runs fn on conn with SQLite's busy wait off: a lock held
+// by another connection fails fn at once.
+func withoutBusyWait(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration, fn func() error) error {
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout=0`); err != nil {
+		return err
+	}
+	err := fn()
+	_, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout.Milliseconds()))
+	if err == nil {
+		err = rerr
+	}
+	return err
 }

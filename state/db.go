@@ -379,29 +379,6 @@ func (db *DB) releaseHandle() error {
 	return errors.Join(errs...)
 }
 
-// Close flushes buffered increments, stops background work and closes the
-// file. Every later call, Close included, returns ErrClosed. Close returns
-// the flush's error, if any, after closing anyway.
-func (db *DB) Close() error {
-	db.bg.stop(db)
-	d, open := db.buf.close()
-	if !open {
-		return ErrClosed
-	}
-	flushErr := db.flushTaken(context.Background(), d, false)
-	db.lock()
-	defer db.unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	db.closed = true
-	if db.failed != nil && !db.cfg.readOnly {
-		db.closeFailed()
-	}
-	foldErr := db.foldHWM(context.Background())
-	return errors.Join(flushErr, foldErr, db.releaseHandle())
-}
-
 // Path returns the file name the DB was opened with.
 func (db *DB) Path() string { return db.path }
 

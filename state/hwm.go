@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -77,7 +76,7 @@ func (db *DB) foldHWM(ctx context.Context) error {
 		return nil
 	}
 	if _, err := db.conn.ExecContext(ctx, beginSQL); err != nil {
-		return fmt.Errorf("close: %w", classify(ctx, err))
+		return db.explain(db.conn, classify(ctx, err))
 	}
 	_, err := db.conn.ExecContext(ctx, foldSQL, db.time.lastMillis)
 	if err == nil {
@@ -87,8 +86,10 @@ func (db *DB) foldHWM(ctx context.Context) error {
 		_, err = db.conn.ExecContext(ctx, commitSQL)
 	}
 	if err != nil {
-		_, rerr := db.conn.ExecContext(ctx, rollbackSQL)
-		return fmt.Errorf("close: fold high-water mark: %w", errors.Join(classify(ctx, err), rerr))
+		// SQLite may have rolled the transaction back already (on a full
+		// disk it does): this ROLLBACK's own error says nothing more.
+		_, _ = db.conn.ExecContext(ctx, rollbackSQL)
+		return db.explain(db.conn, classify(ctx, err))
 	}
 	return nil
 }

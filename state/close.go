@@ -1,0 +1,126 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Close flushes buffered increments, stops background work and closes the
+// file. Every later call, Close included, returns ErrClosed.
+//
+// Close always closes, and returns one error saying what it could not do.
+// Buffered increments it could not write are named in it, key by key (on
+// a full disk it first empties the WAL into the file, which gives the WAL's
+// space back, and tries once more). A failure to record the handle's last
+// time loses nothing: the next Open starts from the mark the handle kept
+// up to date, as after a crash.
+func (db *DB) Close() error {
+	db.bg.stop(db)
+	d, open := db.buf.close()
+	if !open {
+		return db.named("close", "", ErrClosed)
+	}
+	flushErr := db.flushTaken(context.Background(), d, false)
+	db.lock()
+	defer db.unlock()
+	if db.closed {
+		return db.named("close", "", ErrClosed)
+	}
+	db.closed = true
+	if db.failed != nil && !db.cfg.readOnly {
+		db.closeFailed()
+	}
+	foldErr := db.foldHWM(context.Background())
+	return db.closeError(d, flushErr, foldErr, db.releaseHandle())
+}
+
+// closeError makes Close's one error out of what failed: the flush of the
+// buffered deltas d, the fold of the time mark, the closing of the
+// connections. Each part is a line's worth, joined on one line.
+func (db *DB) closeError(d map[string]int64, flushErr, foldErr, releaseErr error) error {
+	var msgs []string
+	var errs []error
+	var fe *FlushError
+	switch {
+	case flushErr == nil:
+	case errors.As(flushErr, &fe):
+		msgs = append(msgs, flushErr.Error())
+		errs = append(errs, flushErr)
+	default:
+		msgs = append(msgs, fmt.Sprintf("buffered increments not written (%s): %v", deltasText(d), flushErr))
+		errs = append(errs, flushErr)
+	}
+	if foldErr != nil && flushErr != nil && sameTrouble(foldErr, flushErr) {
+		foldErr = nil // the disk was full, or the file busy, for both: said once
+	}
+	if foldErr != nil {
+		msgs = append(msgs, fmt.Sprintf("the handle's last time was not recorded, which loses nothing "+
+			"(the next open starts from the mark it kept, as after a crash): %v", foldErr))
+		errs = append(errs, foldErr)
+	}
+	if releaseErr != nil {
+		msgs = append(msgs, fmt.Sprintf("closing the file: %v", oneLine(releaseErr.Error())))
+		errs = append(errs, releaseErr)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &causeError{msg: fmt.Sprintf("%s: close: %s", db.path, strings.Join(msgs, "; also, ")), errs: errs}
+}
+
+// sameTrouble reports whether a and b are both a full disk, or both a busy
+// file.
+func sameTrouble(a, b error) bool {
+	for _, e := range []error{ErrDiskFull, ErrBusy} {
+		if errors.Is(a, e) && errors.Is(b, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// deltasText lists buffered deltas for an error: "hits" +3, "misses" -1,
+// the first few in key order.
+func deltasText(d map[string]int64) string {
+	const max = 8
+	keys := slices.Sorted(maps.Keys(d))
+	parts := make([]string, 0, max+1)
+	for i, k := range keys {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more keys", len(keys)-max))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %+d", keyName(k), d[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}
+
+// makeRoom empties the WAL into the database file and truncates it, without
+// waiting for anyone, so that a write refused for a full disk can be tried
+// once more: the WAL's space goes back to the file system. It reports
+// whether it did. Callers do not hold mu.
+func (db *DB) makeRoom(ctx context.Context) bool {
+	db.lock()
+	defer db.unlock()
+	if db.failed != nil || db.cfg.readOnly || db.conn == nil {
+		return false
+	}
+	var busy, frames, copied int64
+	err := withoutBusyWait(ctx, db.conn, db.cfg.busyTimeout, func() error {
+		return db.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	})
+	if err = classify(ctx, err); err != nil {
+		db.note(fmt.Errorf("checkpoint: %w", err))
+		return false
+	}
+	return busy == 0
+}
