@@ -6,6 +6,7 @@
 //	statebench -benchtime 200ms -count 1 -rows 20000   # a quick run for CI
 //	statebench -run 'incr|get' -benchtime 5000x
 //	statebench -run sweep -rows 200000 -cpuprofile cpu.prof  # then go tool pprof cpu.prof
+//	statebench -run ratelimit -benchtime 500ms            # package ratelimit's limiters beside the naive Get+Set
 //
 // The baseline of the single-goroutine verbs is the naive one: database/sql
 // prepared statements on the same modernc SQLite, with the same pragmas and
@@ -75,6 +76,7 @@ var scenarios = []scenario{
 	{"hot-key", runHotKey},
 	{"processes", runProcesses},
 	{"incr-buffered", runBuffered},
+	{"ratelimit", runRateLimit},
 	{"sweep", runSweep},
 	{"open", runOpen},
 	{"memory", runMemory},
