@@ -3,8 +3,15 @@ GO ?= go
 .PHONY: test demo bench bench-go lint sim stress stress-canary
 
 # test: every test, with the race detector, after lint (gofmt, vet, staticcheck).
+# The simulator's own seed runs are long under the race detector: there it
+# runs its -short set (every regression seed, canary and check, fewer clean
+# seeds), then the full set without it. TEST_TIMEOUT is a cap for a busy
+# machine, not a speed target.
+TEST_TIMEOUT ?= 60m
 test: lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/sim$$')
+	$(GO) test -race -short -count=1 -timeout $(TEST_TIMEOUT) ./sim/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./sim/
 
 # demo: the verbs on a real file.
 demo:
