@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	sqlite "modernc.org/sqlite"
 )
@@ -229,11 +228,11 @@ func (db *DB) checkpointIfDue(ctx context.Context) {
 // that hole and still be lost, with every commit after the hole, on a power
 // loss. It does not wait: another process reading or writing the file at
 // that moment leaves the WAL as it is (and a hole, if any, with it); an I/O
-// error fails the open.
-func checkpointAtOpen(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration) error {
+// error fails the open. Callers hold the handle's connection (Open).
+func (db *DB) checkpointAtOpen(ctx context.Context) error {
 	var busy, frames, copied int64
-	err := withoutBusyWait(ctx, conn, busyTimeout, func() error {
-		return conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	err := db.withoutBusyWait(ctx, func() error {
+		return db.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
 	})
 	if c := sqliteCode(err); c == sqliteBusy || c == sqliteLocked {
 		err = nil
@@ -241,14 +240,22 @@ func checkpointAtOpen(ctx context.Context, conn *sql.Conn, busyTimeout time.Dura
 	return err
 }
 
-// withoutBusyWait runs fn on conn with SQLite's busy wait off: a lock held
-// by another connection fails fn at once.
-func withoutBusyWait(ctx context.Context, conn *sql.Conn, busyTimeout time.Duration, fn func() error) error {
-	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout=0`); err != nil {
+// withoutBusyWait runs fn, statements on the handle's connection, with
+// SQLite's busy wait off: a lock held by another connection fails fn at
+// once. Callers hold mu, or the connection (Open).
+func (db *DB) withoutBusyWait(ctx context.Context, fn func() error) error {
+	if db.busyID != 0 {
+		saved := db.wait
+		db.noWait()
+		defer func() { db.wait = saved }()
+		return fn()
+	}
+	// SQLite's own busy handler, with the busy timeout (busy.go).
+	if _, err := db.conn.ExecContext(ctx, `PRAGMA busy_timeout=0`); err != nil {
 		return err
 	}
 	err := fn()
-	_, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout=%d`, busyTimeout.Milliseconds()))
+	_, rerr := db.conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout=%d`, db.cfg.busyTimeout.Milliseconds()))
 	if err == nil {
 		err = rerr
 	}

@@ -25,12 +25,14 @@ func (db *DB) Close() error {
 		return db.named("close", "", ErrClosed)
 	}
 	flushErr := db.flushTaken(context.Background(), d, false)
+	start := db.cfg.clock.Monotonic()
 	db.lock()
 	defer db.unlock()
 	if db.closed {
 		return db.named("close", "", ErrClosed)
 	}
 	db.closed = true
+	db.setWait(context.Background(), db.cfg.clock.Monotonic()-start)
 	if db.failed != nil && !db.cfg.readOnly {
 		db.closeFailed()
 	}
@@ -115,7 +117,7 @@ func (db *DB) makeRoom(ctx context.Context) bool {
 		return false
 	}
 	var busy, frames, copied int64
-	err := withoutBusyWait(ctx, db.conn, db.cfg.busyTimeout, func() error {
+	err := db.withoutBusyWait(ctx, func() error {
 		return db.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
 	})
 	if err = classify(ctx, err); err != nil {

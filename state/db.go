@@ -45,6 +45,8 @@ type DB struct {
 	vfsName   string                // the Go VFS registered for WithFS; "" for the native VFS
 	dead      atomic.Bool           // failed is set: read without mu by IncrBuffered
 	deadErr   atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
+	wait      waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
+	busyID    uintptr               // the busy handler's registration; 0: SQLite's own handler
 	failed    error                 // the I/O error or corruption that ended this handle
 	closed    bool
 	writes    int // writes since the last inline sweep batch
@@ -60,7 +62,12 @@ type DB struct {
 // Open returns ErrNotStatekit for a file that is not a statekit file and
 // ErrSchemaTooNew for one written by a newer statekit, leaving the file
 // untouched; ErrBusy when another process holds the lock past the busy
-// timeout; and a wrapped fs.ErrNotExist for a missing file with WithReadOnly.
+// timeout (Open's waits share one, and the WAL repair at open another);
+// ErrReadOnly, wrapping the operating system's error, for a file the
+// process may not write (WithReadOnly reads it); ErrCannotOpen, wrapping
+// the operating system's error, when it would not open the file or its
+// -wal or -shm (a missing directory, or file with WithReadOnly:
+// fs.ErrNotExist; too many open files: syscall.EMFILE).
 func Open(path string, opts ...Option) (*DB, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -228,6 +235,10 @@ func (db *DB) open(dsn string) error {
 		return openError(ctx, db.path, err)
 	}
 	db.conn = conn
+	// Open's waits for other connections' locks share one budget, as a
+	// verb's do (busy.go).
+	db.installBusyHandler(conn)
+	db.setWait(ctx, 0)
 	kind, err := inspect(ctx, conn, db.path)
 	if err != nil {
 		return err
@@ -266,7 +277,11 @@ func (db *DB) open(dsn string) error {
 		if err := db.repairWAL(ctx, conn); err != nil {
 			return fmt.Errorf("open %s: %w", db.path, err)
 		}
-		if err := checkpointAtOpen(ctx, conn, db.cfg.busyTimeout); err != nil {
+		// The repair may have tried for the whole busy timeout, waiting
+		// for readers of older snapshots: what follows has a budget of
+		// its own.
+		db.setWait(ctx, 0)
+		if err := db.checkpointAtOpen(ctx); err != nil {
 			return openError(ctx, db.path, err)
 		}
 		if err := db.countPages(ctx); err != nil {
@@ -368,6 +383,7 @@ func (db *DB) releaseHandle() error {
 	if db.conn != nil {
 		errs = append(errs, db.conn.Close())
 	}
+	db.forgetBusyHandler()
 	if db.sqldb != nil {
 		errs = append(errs, db.sqldb.Close())
 	}
@@ -412,11 +428,13 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
+	start := db.cfg.clock.Monotonic()
 	db.lock()
 	defer db.unlock()
 	if err := db.usable(a); err != nil {
 		return err
 	}
+	db.setWait(ctx, db.cfg.clock.Monotonic()-start)
 	now, err := db.claimTime(ctx)
 	if err != nil {
 		return err

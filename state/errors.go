@@ -55,7 +55,8 @@ var (
 	ErrSchemaTooNew = errors.New("statekit: schema version is newer than this statekit")
 	// ErrBusy is returned when another connection (another process, or
 	// another handle on the same file) held the file's lock for longer than
-	// the busy timeout (WithBusyTimeout).
+	// the verb's busy timeout allowed (WithBusyTimeout), counting what the
+	// verb waited behind other verbs and background work of the handle.
 	ErrBusy = errors.New("statekit: database is busy")
 	// ErrReadOnly is returned by write verbs on a handle opened WithReadOnly;
 	// by Open when the file, its directory or its file system cannot be
@@ -206,7 +207,7 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 		return &causeError{msg: fmt.Sprintf("%v (cause: %v)", err, cause), errs: []error{err, cause}}
 	case errors.Is(err, ErrBusy) && (sqliteCode(err) == sqliteBusy || sqliteCode(err) == sqliteLocked):
 		return &causeError{
-			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v)",
+			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v, counted from the call)",
 				ErrBusy, db.cfg.busyTimeout),
 			errs: []error{err},
 		}

@@ -49,12 +49,14 @@ const (
 
 // pending is one queued verb.
 type pending struct {
-	ctx   context.Context
-	a     access // grouped, or sweeping: a batch that runs alone
-	fn    func(now int64) error
-	err   error         // the result, written before state becomes opDone
-	state atomic.Int32  // opWaiting, opDone or opLead
-	wake  chan struct{} // buffered: the state changed
+	ctx    context.Context
+	start  time.Duration // Clock.Monotonic() when the verb joined the queue
+	waited time.Duration // how long it waited in the queue, set when it is taken (busy.go)
+	a      access        // grouped, or sweeping: a batch that runs alone
+	fn     func(now int64) error
+	err    error         // the result, written before state becomes opDone
+	state  atomic.Int32  // opWaiting, opDone or opLead
+	wake   chan struct{} // buffered: the state changed
 }
 
 // finish gives o its result and wakes its caller.
@@ -136,7 +138,8 @@ func (db *DB) doQueued(ctx context.Context, a access, fn func(now int64) error) 
 	if s := db.cfg.sched; s != nil {
 		s.Wait(nil) // joining the queue is a scheduling point
 	}
-	p := &pending{ctx: ctx, a: a, fn: fn, wake: make(chan struct{}, 1)}
+	start := db.cfg.clock.Monotonic()
+	p := &pending{ctx: ctx, start: start, a: a, fn: fn, wake: make(chan struct{}, 1)}
 	alone := db.q.push(p)
 	// A sweep batch takes the lock at once only if no verb is queued
 	// before it: it waits its turn, so verbs and batches alternate.
@@ -252,14 +255,23 @@ func (db *DB) runGroup(ops []*pending) {
 	// later than the earliest deadline among its callers; the mark's write
 	// is not cut short by one caller's cancellation, which would fail the
 	// others.
-	gctx := ops[0].ctx
-	for _, o := range ops[1:] {
+	// Their waits for another connection's lock end with the budget of
+	// the verb that waited longest in the queue (busy.go).
+	taken := db.cfg.clock.Monotonic()
+	gctx, waited := ops[0].ctx, time.Duration(0)
+	for i, o := range ops {
+		o.waited = taken - o.start
+		waited = max(waited, o.waited)
+		if i == 0 {
+			continue
+		}
 		if d, ok := o.ctx.Deadline(); ok {
 			if cur, ok := gctx.Deadline(); !ok || d.Before(cur) {
 				gctx = o.ctx
 			}
 		}
 	}
+	db.setWait(gctx, waited)
 	now := db.time.nowMillis()
 	for _, o := range ops {
 		db.claimed(o.ctx, now)
@@ -288,6 +300,7 @@ func (db *DB) runAlone(o *pending, now int64) error {
 	if err := db.usable(o.a); err != nil {
 		return err
 	}
+	db.setWait(o.ctx, o.waited)
 	if err := db.note(o.fn(now)); err != nil {
 		return err
 	}

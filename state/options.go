@@ -97,8 +97,14 @@ func WithFS(fs vfs.FS) Option { return func(cfg *config) { cfg.fs = fs } }
 // Lease grants commit with SyncFull whatever this says.
 func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 
-// WithBusyTimeout sets how long a verb waits for another process's write
-// lock before it fails with ErrBusy (DefaultBusyTimeout by default).
+// WithBusyTimeout sets how long a verb may wait before it fails with
+// ErrBusy (DefaultBusyTimeout by default). The budget covers the whole
+// verb's waits, from its call: for the handle, behind other verbs, a group
+// commit, a background sweep or checkpoint, and for another connection's
+// lock on the file. A verb whose budget went by in the handle's queue still
+// retries a lock held for a moment, for a tenth of the timeout (at most
+// 100 ms), so a verb held off by a stopped writer fails within 1.1 times
+// its timeout, plus the time its statements take to run.
 func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
 
 // WithSweepInterval sets how often the background sweeper deletes expired

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,17 +167,11 @@ func systemErrno(conn *sql.Conn) syscall.Errno {
 	}
 	var errno syscall.Errno
 	_ = conn.Raw(func(dc any) error {
-		v := reflect.ValueOf(dc)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return nil
+		if h := sqliteHandle(dc); h != 0 {
+			tls := libc.NewTLS()
+			defer tls.Close()
+			errno = syscall.Errno(sqlite3.Xsqlite3_system_errno(tls, h))
 		}
-		f := v.Elem().FieldByName("db")
-		if !f.IsValid() || f.Kind() != reflect.Uintptr || f.Uint() == 0 {
-			return nil
-		}
-		tls := libc.NewTLS()
-		defer tls.Close()
-		errno = syscall.Errno(sqlite3.Xsqlite3_system_errno(tls, uintptr(f.Uint())))
 		return nil
 	})
 	return errno

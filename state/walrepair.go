@@ -184,7 +184,7 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 		defer c.Close()
 		ckpt = c
 	}
-	for tries := int(db.cfg.busyTimeout/backfillPause) + 1; tries > 0; tries-- {
+	for tries := int(db.cfg.busyTimeout/backfillPause) + 1; ; tries-- {
 		done := false
 		err := db.locked(ctx, conn, func() error {
 			pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
@@ -200,12 +200,11 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 			done = true
 			return rewritePages(db.cfg.fs, db.path, pages, size)
 		})
-		if err != nil || done {
+		if err != nil || done || tries <= 1 {
 			return err
 		}
 		db.cfg.sleep(backfillPause)
 	}
-	return nil
 }
 
 // backfillPause is how long repairPages waits between two tries.

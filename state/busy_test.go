@@ -1,0 +1,89 @@
+package state_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// holdWriteLock opens path with a plain SQLite connection and takes the
+// file's write lock (BEGIN IMMEDIATE) until release is called, or the test
+// ends.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	raw.SetMaxOpenConns(1)
+	conn, err := raw.Conn(t.Context())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+	release = sync.OnceFunc(func() {
+		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		_ = conn.Close()
+		_ = raw.Close()
+	})
+	t.Cleanup(release)
+	return release
+}
+
+// TestBusyTimeoutBoundsTheWholeVerb: a verb queued behind another verb
+// that waits for a lock held elsewhere fails within its own busy timeout,
+// from its call, not its timeout after the one ahead of it gave up. (With
+// SQLite's busy handler it took the rest of the first verb's wait and then
+// a whole timeout of its own: 7 s here.) The margin is seconds wide.
+func TestBusyTimeoutBoundsTheWholeVerb(t *testing.T) {
+	const timeout = 4 * time.Second
+	path := filepath.Join(t.TempDir(), "busy.state")
+	db, err := state.Open(path, state.WithBusyTimeout(timeout), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	release := holdWriteLock(t, path)
+	defer release() // before Close, which would wait for it
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var firstErr error
+	go func() { // the first holds the handle's lock while SQLite waits
+		defer wg.Done()
+		_, firstErr = db.Lease(ctx, "job", "a", time.Minute)
+	}()
+	time.Sleep(time.Second)
+	began := time.Now()
+	err = db.Set(ctx, "k", "v") // queued behind it
+	took := time.Since(began)
+	wg.Wait()
+	assert.ErrorIs(t, firstErr, state.ErrBusy)
+	require.ErrorIs(t, err, state.ErrBusy)
+	assert.True(t, strings.HasPrefix(err.Error(), path+`: set "k": `), err.Error())
+	t.Logf("queued verb failed after %v (busy timeout %v)", took, timeout)
+	assert.Less(t, took, timeout+2*time.Second, "one budget for the whole verb")
+}
+
+// TestBusyWaitEndsWithTheContext: a verb waiting for another connection's
+// lock stops when its context ends, long before the busy timeout.
+func TestBusyWaitEndsWithTheContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.state")
+	db, err := state.Open(path, state.WithBusyTimeout(time.Minute), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	defer holdWriteLock(t, path)() // released before Close, which would wait for it
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err = db.Incr(ctx, "n")
+	took := time.Since(began)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, state.ErrBusy), "%v", err)
+	assert.Less(t, took, 10*time.Second, "the context ends the wait, not the minute-long busy timeout")
+}
