@@ -85,7 +85,10 @@ func (k Kind) IsLease() bool { return k == Lease || k == Renew || k == Release }
 //	Set             Key, Value, TTLMillis (> 0: a deadline; else none)
 //	Del             Keys
 //	IncrBy          Key, Delta, TTLMillis (used only when it creates the key)
-//	CAS             Key, Expected (nil = absent), New (nil = delete)
+//	CAS             Key, Expected (nil = absent), New (nil = delete), TTLMillis
+//	                (> 0: the value written gets that deadline; else a swap
+//	                keeps the key's and a created key has none; > 0 with a
+//	                nil New is invalid)
 //	Expire          Key, TTLMillis (<= 0 deletes)
 //	Lease           Key (the lease name), Owner, TTLMillis
 //	Renew           Key (the lease name), Owner, Token, TTLMillis
@@ -139,6 +142,9 @@ func (in Input) call() string {
 		}
 		return fmt.Sprintf("incrby(%q, %+d)", in.Key, in.Delta)
 	case CAS:
+		if in.TTLMillis > 0 {
+			return fmt.Sprintf("cas(%q, %s -> %s, ttl=%dms)", in.Key, describePtr(in.Expected), describePtr(in.New), in.TTLMillis)
+		}
 		return fmt.Sprintf("cas(%q, %s -> %s)", in.Key, describePtr(in.Expected), describePtr(in.New))
 	case Expire:
 		return fmt.Sprintf("expire(%q, %dms)", in.Key, in.TTLMillis)

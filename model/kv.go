@@ -47,11 +47,18 @@ func incrBy(s *State, key string, delta, ttlMillis, nowMillis int64) Output {
 	return Output{Int: e.Value.Int}
 }
 
-func cas(s *State, key string, expected, newValue *Value, nowMillis int64) Output {
+func cas(s *State, key string, expected, newValue *Value, ttlMillis, nowMillis int64) Output {
 	e, live := liveEntry(*s, key, nowMillis)
 	match := (expected == nil && !live) || (expected != nil && live && e.Value == *expected)
 	if !match {
 		return Output{}
+	}
+	var deadline int64 // a created key has none
+	if live {
+		deadline = e.ExpiresAt // a swap keeps it
+	}
+	if ttlMillis > 0 {
+		deadline = nowMillis + ttlMillis
 	}
 	switch {
 	case newValue == nil && live:
@@ -59,10 +66,8 @@ func cas(s *State, key string, expected, newValue *Value, nowMillis int64) Outpu
 	case newValue == nil:
 		// Expected and New both nil: a check that the key is absent. An
 		// expired row stays for the sweep, as in the engine.
-	case live:
-		s.KV[key] = Entry{Value: *newValue, ExpiresAt: e.ExpiresAt}
 	default:
-		s.KV[key] = Entry{Value: *newValue}
+		s.KV[key] = Entry{Value: *newValue, ExpiresAt: deadline}
 	}
 	return Output{OK: true}
 }

@@ -36,7 +36,7 @@ func apply(s *State, in Input, nowMillis int64) Output {
 	case IncrBy:
 		return incrBy(s, in.Key, in.Delta, in.TTLMillis, nowMillis)
 	case CAS:
-		return cas(s, in.Key, in.Expected, in.New, nowMillis)
+		return cas(s, in.Key, in.Expected, in.New, in.TTLMillis, nowMillis)
 	case Expire:
 		return expire(s, in.Key, in.TTLMillis, nowMillis)
 	case TTL:
@@ -60,7 +60,9 @@ func apply(s *State, in Input, nowMillis int64) Output {
 // invalid reports input the spec refuses before looking at the state.
 func invalid(in Input) bool {
 	switch in.Kind {
-	case Get, Set, IncrBy, CAS, Expire, TTL:
+	case CAS:
+		return in.Key == "" || (in.TTLMillis > 0 && in.New == nil)
+	case Get, Set, IncrBy, Expire, TTL:
 		return in.Key == ""
 	case Release:
 		return in.Key == "" || in.Owner == ""

@@ -246,6 +246,9 @@ func (w *world) kvInput(kind opKind) model.Input {
 		}
 		if r.IntN(5) != 0 {
 			in.New = model.Ptr(w.value(false))
+			if r.IntN(3) == 0 {
+				in.TTLMillis = w.ttl() // SET NX PX, or a swap that sets a deadline
+			}
 		}
 		return in
 	case opExpire:
@@ -273,7 +276,7 @@ func (w *world) noteKVDeadline(in model.Input, out model.Output) {
 		if in.TTLMillis > 0 {
 			w.noteDeadline(in.NowMillis+in.TTLMillis, in.Key, false)
 		}
-	case model.Expire:
+	case model.Expire, model.CAS:
 		if out.OK && in.TTLMillis > 0 {
 			w.noteDeadline(in.NowMillis+in.TTLMillis, in.Key, false)
 		}

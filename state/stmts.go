@@ -30,6 +30,7 @@ func init() {
 type stmts struct {
 	get, set, delOne, delMany, incr           *stmt
 	casSwap, casDelete, casCreate, casAbsent  *stmt
+	casSwapTTL, casCreateTTL                  *stmt
 	expire, ttl                               *stmt
 	leaseGrant, leaseGet, renew, release      *stmt
 	sweep, hwmGet, hwmSet, touch              *stmt
@@ -60,7 +61,7 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs, withSweepKeys bool) 
 		{&s.get, getSQL}, {&s.set, setSQL}, {&s.delOne, delOneSQL}, {&s.delMany, delManySQL},
 		{&s.incr, incrSQL},
 		{&s.casSwap, casSwapSQL}, {&s.casDelete, casDeleteSQL}, {&s.casCreate, casCreateSQL},
-		{&s.casAbsent, casAbsentSQL},
+		{&s.casAbsent, casAbsentSQL}, {&s.casSwapTTL, casSwapTTLSQL}, {&s.casCreateTTL, casCreateTTLSQL},
 		{&s.expire, expireSQL}, {&s.ttl, ttlSQL},
 		{&s.leaseGrant, leaseGrantSQL}, {&s.leaseGet, leaseGetSQL}, {&s.renew, renewSQL},
 		{&s.release, releaseSQL},

@@ -181,16 +181,16 @@ func (tx *Tx) incrVerb(verb, key string, delta int64, opts []WriteOption) (int64
 	return n, tx.named(verb, keyName(key), tx.run(err))
 }
 
-// CAS is DB.CAS inside the transaction.
-func (tx *Tx) CAS(key string, expected, new any) (bool, error) {
+// CAS is DB.CAS inside the transaction, with its write options.
+func (tx *Tx) CAS(key string, expected, new any, opts ...WriteOption) (bool, error) {
 	if err := tx.usable(); err != nil {
 		return false, tx.named("cas", keyName(key), err)
 	}
-	exp, nv, err := checkCAS(key, expected, new)
+	exp, nv, ttl, err := checkCAS(key, expected, new, opts)
 	if err != nil {
 		return false, tx.named("cas", keyName(key), err)
 	}
-	ok, err := tx.db.cas(tx.ctx, tx.now, key, exp, nv)
+	ok, err := tx.db.cas(tx.ctx, tx.now, key, exp, nv, ttl)
 	return ok, tx.named("cas", keyName(key), tx.run(err))
 }
 

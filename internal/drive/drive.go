@@ -22,7 +22,7 @@ type verbs interface {
 	Set(key string, value any, opts ...state.WriteOption) error
 	Del(keys ...string) (int, error)
 	IncrBy(key string, delta int64, opts ...state.WriteOption) (int64, error)
-	CAS(key string, expected, new any) (bool, error)
+	CAS(key string, expected, new any, opts ...state.WriteOption) (bool, error)
 	Expire(key string, ttl time.Duration) (bool, error)
 	TTL(key string) (time.Duration, error)
 	Lease(name, owner string, ttl time.Duration) (*state.Lease, error)
@@ -44,7 +44,9 @@ func (d dbVerbs) Del(keys ...string) (int, error) { return d.db.Del(d.ctx, keys.
 func (d dbVerbs) IncrBy(k string, n int64, o ...state.WriteOption) (int64, error) {
 	return d.db.IncrBy(d.ctx, k, n, o...)
 }
-func (d dbVerbs) CAS(k string, e, n any) (bool, error) { return d.db.CAS(d.ctx, k, e, n) }
+func (d dbVerbs) CAS(k string, e, n any, o ...state.WriteOption) (bool, error) {
+	return d.db.CAS(d.ctx, k, e, n, o...)
+}
 func (d dbVerbs) Expire(k string, ttl time.Duration) (bool, error) {
 	return d.db.Expire(d.ctx, k, ttl)
 }
@@ -149,7 +151,7 @@ func one(v verbs, in model.Input) (model.Output, error) {
 	case model.IncrBy:
 		out.Int, err = v.IncrBy(in.Key, in.Delta, ttlOpt(in.TTLMillis)...)
 	case model.CAS:
-		out.OK, err = v.CAS(in.Key, ptrArg(in.Expected), ptrArg(in.New))
+		out.OK, err = v.CAS(in.Key, ptrArg(in.Expected), ptrArg(in.New), ttlOpt(in.TTLMillis)...)
 	case model.Expire:
 		out.OK, err = v.Expire(in.Key, millis(in.TTLMillis))
 	case model.TTL:
