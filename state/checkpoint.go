@@ -101,6 +101,12 @@ func (c *checkpointer) checkpoint(db *DB) {
 		if db.dead.Load() && !c.bugReopen(db) {
 			return // a connection that saw a sync fail must not checkpoint
 		}
+		if found := db.outsideDamage(c.conn); len(found) > 0 {
+			db.lock()
+			db.refuseOutsideDamage()
+			db.unlock()
+			return // never copy a damaged WAL into the file
+		}
 		before := c.total.Load()
 		frames, _, err := c.run()
 		if err != nil {
@@ -212,6 +218,9 @@ func (db *DB) checkpointIfDue(ctx context.Context) {
 	written, _, err := db.pages.Status(sqlite.DBStatusCacheWrite, false)
 	if err != nil || written < db.checkpointEveryPages() {
 		return
+	}
+	if db.refuseOutsideDamage() != nil {
+		return // never copy a damaged WAL into the file
 	}
 	_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
 	var busy, frames, copied int64

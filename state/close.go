@@ -33,19 +33,29 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	db.setWait(context.Background(), db.cfg.clock.Monotonic()-start)
+	var damageErr error
+	if !db.cfg.readOnly {
+		// The last connection to close checkpoints: not a damaged WAL.
+		damageErr = db.refuseOutsideDamage()
+	}
 	if db.failed != nil && !db.cfg.readOnly {
 		db.closeFailed()
 	}
 	foldErr := db.foldHWM(context.Background())
-	return db.closeError(d, flushErr, foldErr, db.releaseHandle())
+	return db.closeError(d, damageErr, flushErr, foldErr, db.releaseHandle())
 }
 
 // closeError makes Close's one error out of what failed: the flush of the
 // buffered deltas d, the fold of the time mark, the closing of the
-// connections. Each part is a line's worth, joined on one line.
-func (db *DB) closeError(d map[string]int64, flushErr, foldErr, releaseErr error) error {
+// connections, and damage another program did to the files (walcheck.go).
+// Each part is a line's worth, joined on one line.
+func (db *DB) closeError(d map[string]int64, damageErr, flushErr, foldErr, releaseErr error) error {
 	var msgs []string
 	var errs []error
+	if damageErr != nil {
+		msgs = append(msgs, fmt.Sprintf("%v; the WAL was left as it is, not copied into the file", damageErr))
+		errs = append(errs, damageErr)
+	}
 	var fe *FlushError
 	switch {
 	case flushErr == nil:

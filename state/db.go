@@ -47,6 +47,9 @@ type DB struct {
 	deadErr   atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
 	wait      waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
 	busyID    uintptr               // the busy handler's registration; 0: SQLite's own handler
+	files     fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
+	damage    error                 // what another program did to them: no checkpoint may copy the WAL
+	counted   string                // the real path counted in handlesHere while open (walcheck.go)
 	failed    error                 // the I/O error or corruption that ended this handle
 	closed    bool
 	writes    int // writes since the last inline sweep batch
@@ -87,6 +90,14 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	db.dsn = dsn
+	if db.cfg.fs == nil {
+		// Before SQLite reads through a WAL another program damaged
+		// (walcheck.go).
+		if f := damagedBeforeOpen(path); f != "" {
+			db.releaseHandle()
+			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, f)
+		}
+	}
 	if err := db.openGuard(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()
@@ -98,6 +109,10 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, err
 	}
 	db.closeGuard()
+	if db.cfg.fs == nil {
+		db.counted = realPath(path)
+		countHandle(db.counted, 1)
+	}
 	db.buf.deltas = map[string]int64{}
 	db.bg.start(db)
 	return db, nil
@@ -296,6 +311,7 @@ func (db *DB) open(dsn string) error {
 	if err := db.loadHWM(ctx); err != nil {
 		return openError(ctx, db.path, err)
 	}
+	db.noteFiles()
 	return nil
 }
 
@@ -389,6 +405,10 @@ func (db *DB) releaseHandle() error {
 	}
 	errs = append(errs, db.bg.ckpt.close())
 	db.closeGuard()
+	if db.counted != "" {
+		countHandle(db.counted, -1)
+		db.counted = ""
+	}
 	if db.unregister != nil {
 		db.unregister()
 	}

@@ -135,6 +135,9 @@ func classify(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("statekit: %w", ctxErr)
 	}
+	if classified(err) {
+		return err
+	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, raiseNotInteger):
@@ -157,6 +160,48 @@ func classify(ctx context.Context, err error) error {
 		return fmt.Errorf("statekit: interrupted: %w", context.Canceled)
 	}
 	return err
+}
+
+// classified reports whether err wraps a sentinel classify gives already.
+func classified(err error) bool {
+	for _, s := range []error{ErrBusy, ErrDiskFull, ErrIO, ErrCorrupt, ErrReadOnly, ErrNotInteger, ErrOverflow} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// osCallFailed reports whether err is an SQLite I/O error that a failed
+// system call caused (a read, write, sync, truncate, stat, lock, or the
+// shared memory's open or map), so that the errno SQLite keeps is that
+// call's. A short read, for one, sets no errno: what the connection keeps
+// then is an older call's.
+func osCallFailed(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqliteIOErr {
+		return false
+	}
+	switch se.Code() >> 8 {
+	case 1, // READ
+		3,  // WRITE
+		4,  // FSYNC
+		5,  // DIR_FSYNC
+		6,  // TRUNCATE
+		7,  // FSTAT
+		8,  // UNLOCK
+		9,  // RDLOCK
+		10, // DELETE
+		13, // ACCESS
+		15, // LOCK
+		16, // CLOSE
+		18, // SHMOPEN
+		19, // SHMSIZE
+		21, // SHMMAP
+		24: // MMAP
+		return true
+	}
+	return false
 }
 
 // sqliteCode returns the primary SQLite result code in err, or 0.
@@ -188,6 +233,8 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 		var cause error
 		if db.vfsName != "" {
 			cause = vfs.LastError(db.vfsName)
+		} else if !osCallFailed(err) {
+			return err
 		} else if errno := systemErrno(conn); errno != 0 {
 			cause = errno
 		}

@@ -57,6 +57,11 @@ func (db *DB) advanceHWM(ctx context.Context, now int64) error {
 	if db.hwmKey == "" || now < db.hwmMillis {
 		return nil
 	}
+	// Cheap enough here, at most once per lead: before the handle writes
+	// on, see that no other program damaged its files (walcheck.go).
+	if err := db.refuseOutsideDamage(); err != nil {
+		return err
+	}
 	var v int64
 	if err := db.st.hwmSet.QueryRowContext(ctx, db.hwmKey, now+db.time.leadMillis()).Scan(&v); err != nil {
 		return classify(ctx, err)

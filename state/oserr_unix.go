@@ -42,3 +42,17 @@ func dirRefusesWrites(dir string) error {
 	}
 	return nil
 }
+
+// shmDMSOffset is the byte of the -shm file every connection holds a read
+// lock on while it has the file open (SQLite's unix VFS: UNIX_SHM_DMS).
+const shmDMSOffset = 128
+
+// shmInUse reports whether another process holds a lock on the -shm file
+// f's deadman-switch byte: whether it has the database open.
+func shmInUse(f interface{ Fd() uintptr }) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: shmDMSOffset, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != unix.F_UNLCK
+}

@@ -51,7 +51,9 @@ import (
 // Callers hold mu.
 func (db *DB) closeFailed() {
 	ctx := context.Background()
-	_ = db.repairWAL(ctx, db.conn)
+	if db.damage == nil { // a damaged WAL is not to be repaired, nor checkpointed
+		_ = db.repairWAL(ctx, db.conn)
+	}
 	if db.guard != nil {
 		return
 	}

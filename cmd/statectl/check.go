@@ -37,18 +37,25 @@ statectl: broken.state: 2 findings`,
 }
 
 func check(a *app, path string, asJSON bool) (err error) {
+	var findings []string
 	db, err := openRead(path)
-	if err != nil {
-		return err
-	}
-	defer closeDB(db, path, &err)
-	findings, err := db.Check(context.Background())
 	switch {
 	case errors.Is(err, state.ErrCorrupt):
-		// Damage that stops a query is a finding too.
-		findings = []string{fileMessage(path, err)}
+		// Damage that stops the open (a WAL another program truncated) is
+		// a finding too.
+		findings = []string{err.Error()}
 	case err != nil:
-		return fileError(path, err)
+		return err
+	default:
+		defer closeDB(db, path, &err)
+		findings, err = db.Check(context.Background())
+		switch {
+		case errors.Is(err, state.ErrCorrupt):
+			// Damage that stops a query is a finding too.
+			findings = []string{fileMessage(path, err)}
+		case err != nil:
+			return fileError(path, err)
+		}
 	}
 	if asJSON {
 		if findings == nil {

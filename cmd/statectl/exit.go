@@ -23,11 +23,15 @@ const (
 // exitErr ends statectl with a status and a message (none when msg is
 // empty).
 type exitErr struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	cause error // the library's error it reports, if any
 }
 
 func (e *exitErr) Error() string { return e.msg }
+
+// Unwrap returns the library's error the exit reports, or nil.
+func (e *exitErr) Unwrap() error { return e.cause }
 
 // exit returns an error that ends statectl with code and a message.
 func exit(code int, format string, args ...any) error {
@@ -50,7 +54,7 @@ func describe(err error) (int, string) {
 
 // fileError names path and the cause of err in one line, with status 2.
 func fileError(path string, err error) error {
-	return exit(exitError, "%s", fileMessage(path, err))
+	return &exitErr{code: exitError, msg: fileMessage(path, err), cause: err}
 }
 
 // fileMessage names path and the cause of err.

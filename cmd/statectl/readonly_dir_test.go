@@ -111,3 +111,37 @@ func copyExecutable(t *testing.T, src, dst string) {
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
 }
+
+// TestCheckFindsATruncatedWAL: statectl check, beside a process that has
+// the file open, reports a -wal file another program truncated (exit 1,
+// the finding on stdout) although the database file itself is sound.
+func TestCheckFindsATruncatedWAL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, db.Set(context.Background(), k, k))
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	statectl := filepath.Join(dir, "statectl")
+	copyExecutable(t, self, statectl)
+	check := func() (string, int) {
+		cmd := exec.Command(statectl, "check", path)
+		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return string(out), 0
+	}
+	out, code := check()
+	require.Equal(t, 0, code, out)
+	require.NoError(t, os.Truncate(path+"-wal", 0)) // another program
+	out, code = check()
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "shorter than the")
+}

@@ -1,0 +1,97 @@
+package state_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTruncatedWALIsNoticed: another program truncates the -wal file while
+// a handle has it open. Check says so, from a sound file; the handle ends
+// with ErrCorrupt at its next mark write, before more writes are
+// acknowledged into a WAL that is gone; Close says so and leaves the WAL as
+// it is instead of checkpointing it; after a reopen the file is sound and
+// holds everything that was in the database file. (Before, 200 more writes,
+// Check and Close reported success, and the checkpoint at Close left every
+// key unreadable.)
+func TestTruncatedWALIsNoticed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.state")
+	clock := newClock()
+	open := func() *state.DB {
+		db, err := state.Open(path, state.WithClock(clock))
+		require.NoError(t, err)
+		return db
+	}
+	db := open()
+	ctx := t.Context()
+	for i := range 20 {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("old%d", i), i))
+	}
+	require.NoError(t, db.Close()) // checkpointed into the file
+	db = open()
+	for i := range 20 {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("new%d", i), i))
+	}
+	findings, err := db.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findings)
+
+	require.NoError(t, os.Truncate(path+"-wal", 0)) // another program
+	findings, err = db.Check(ctx)
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Contains(t, findings[0], "shorter than the")
+	assert.Contains(t, findings[0], path+"-wal")
+
+	clock.Advance(time.Second) // the mark is due
+	err = db.Set(ctx, "more", 1)
+	require.ErrorIs(t, err, state.ErrCorrupt)
+	assert.True(t, strings.HasPrefix(err.Error(), path+`: set "more": `), err.Error())
+	_, err = db.Incr(ctx, "n")
+	assert.ErrorIs(t, err, state.ErrCorrupt, "the handle has ended")
+
+	err = db.Close()
+	require.ErrorIs(t, err, state.ErrCorrupt)
+	assert.Contains(t, err.Error(), "not copied into the file")
+
+	db = open()
+	defer db.Close()
+	findings, err = db.Check(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, findings, "the file is sound")
+	for i := range 20 {
+		v, err := db.Get(ctx, fmt.Sprintf("old%d", i))
+		require.NoError(t, err, "old%d", i)
+		assert.Equal(t, fmt.Sprint(i), v.String())
+	}
+}
+
+// TestReplacedFilesAreNoticed: a -shm or database file replaced by another
+// program under an open handle is a finding of Check.
+func TestReplacedFilesAreNoticed(t *testing.T) {
+	for _, suffix := range []string{"-shm", ""} {
+		t.Run("file"+suffix, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.state")
+			db, err := state.Open(path, state.WithoutBackground())
+			require.NoError(t, err)
+			defer db.Close()
+			require.NoError(t, db.Set(t.Context(), "k", "v"))
+			victim := path + suffix
+			data, err := os.ReadFile(victim)
+			require.NoError(t, err)
+			require.NoError(t, os.Rename(victim, victim+".old"))
+			require.NoError(t, os.WriteFile(victim, data, 0o600)) // the same bytes, another file
+			findings, err := db.Check(t.Context())
+			require.NoError(t, err)
+			require.NotEmpty(t, findings)
+			assert.Contains(t, findings[0], victim+" is no longer the file opened")
+		})
+	}
+}
