@@ -340,7 +340,11 @@ func (w *world) verify() {
 			return
 		}
 		c := &client{id: t.client, owner: verifierOwner, holds: make([]hold, len(w.leases))}
+		alive := func() bool { return v.db == db && !v.stopping }
 		for _, k := range append(append([]string(nil), w.keys...), hitsKey) {
+			if !alive() {
+				return // a call met damage: the progress check says so
+			}
 			out, known := w.verb(t, v, c.id, &model.Input{Kind: model.Get, Key: k})
 			if k == hitsKey && known {
 				w.counter.read = true
@@ -348,10 +352,17 @@ func (w *world) verify() {
 					w.counter.final = out.Value.Int
 				}
 			}
-			w.verb(t, v, c.id, &model.Input{Kind: model.TTL, Key: k})
+			if alive() {
+				w.verb(t, v, c.id, &model.Input{Kind: model.TTL, Key: k})
+			}
 		}
 		for _, name := range w.leases {
-			w.verb(t, v, c.id, &model.Input{Kind: model.Lease, Key: name, Owner: verifierOwner, TTLMillis: finalLeaseMillis})
+			if alive() {
+				w.verb(t, v, c.id, &model.Input{Kind: model.Lease, Key: name, Owner: verifierOwner, TTLMillis: finalLeaseMillis})
+			}
+		}
+		if !alive() {
+			return
 		}
 		err = db.Close()
 		v.db = nil

@@ -130,7 +130,7 @@ var canaries = []struct {
 	{"group-early-answer", []string{sim.CheckLinearizability, sim.CheckCounter}, 20, nil},
 	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter}, 0, nil},
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
-		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress}, 0,
+		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress}, 40,
 		func(c *sim.Config) { c.Rates.SyncError = 0.1 }},
 	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 0,
 		func(c *sim.Config) { c.Rates.DiskFull = 0.05 }},
