@@ -34,26 +34,27 @@ type DB struct {
 
 	// mu serialises every statement on conn. One connection and one lock
 	// means goroutines queue in Go instead of spinning on SQLite's lock.
-	mu        sync.Mutex
-	q         queue // write verbs waiting for mu (group.go)
-	conn      *sql.Conn
-	st        *stmts
-	time      engineTime
-	hwmMillis int64                 // the value of this handle's mark row in the file
-	hwmKey    string                // this handle's mark row ("hwm:<n>"); "" when read-only
-	pages     pageCounter           // counts the pages conn writes, for checkpointIfDue
-	vfsName   string                // the Go VFS registered for WithFS; "" for the native VFS
-	dead      atomic.Bool           // failed is set: read without mu by IncrBuffered
-	deadErr   atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
-	wait      waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
-	busyID    uintptr               // the busy handler's registration; 0: SQLite's own handler
-	files     fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
-	damage    error                 // what another program did to them: no checkpoint may copy the WAL
-	counted   string                // the real path counted in handlesHere while open (walcheck.go)
-	failed    error                 // the I/O error or corruption that ended this handle
-	closed    bool
-	writes    int // writes since the last inline sweep batch
-	sweepRows int // rows the next sweep batch may delete (sweep.go)
+	mu           sync.Mutex
+	q            queue // write verbs waiting for mu (group.go)
+	conn         *sql.Conn
+	st           *stmts
+	time         engineTime
+	hwmMillis    int64                 // the value of this handle's mark row in the file
+	hwmKey       string                // this handle's mark row ("hwm:<n>"); "" when read-only
+	pages        pageCounter           // counts the pages conn writes, for checkpointIfDue
+	vfsName      string                // the Go VFS registered for WithFS; "" for the native VFS
+	dead         atomic.Bool           // failed is set: read without mu by IncrBuffered
+	deadErr      atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
+	wait         waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
+	busyID       uintptr               // the busy handler's registration; 0: SQLite's own handler
+	files        fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
+	damage       error                 // what another program did to them: no checkpoint may copy the WAL
+	counted      string                // the real path counted in handlesHere while open (walcheck.go)
+	writeVersion byte                  // the file format write version in the header, as Open found it
+	failed       error                 // the I/O error or corruption that ended this handle
+	closed       bool
+	writes       int // writes since the last inline sweep batch
+	sweepRows    int // rows the next sweep batch may delete (sweep.go)
 
 	buf buffer
 	bg  background
@@ -196,6 +197,10 @@ func (db *DB) prepareFile() error {
 	st, err := f.Stat()
 	if err != nil {
 		return cannotOpen(db.path, err)
+	}
+	var v [1]byte
+	if _, err := f.ReadAt(v[:], fileFormatOffset); err == nil {
+		db.writeVersion = v[0] // read now: a descriptor closed later would drop SQLite's locks
 	}
 	return oneByte(db.path, st.Size())
 }
@@ -556,28 +561,16 @@ func readOnlyFile(conn *sql.Conn) bool {
 // operating system refused to open it for writing (a file mode, another
 // owner, a read-only file system), which is ErrReadOnly with that cause.
 func (db *DB) cannotWrite() error {
-	if db.cfg.fs != nil || unknownWriteVersion(db.path) {
+	if db.cfg.fs != nil || db.writeVersion > 2 {
 		return fmt.Errorf("%w: %s: SQLite can only read it (its header names a file format write version it does not know)", ErrCorrupt, db.path)
 	}
 	return fmt.Errorf("open %s: %w", db.path, readOnlyError("cannot write it", writeProbe(db.path)))
 }
 
 // fileFormatOffset is where SQLite's header keeps the file format's write
-// and read versions (sqlite.org/fileformat.html: 1 legacy, 2 WAL).
+// version (sqlite.org/fileformat.html: 1 legacy, 2 WAL; above 2 SQLite
+// only reads the file).
 const fileFormatOffset = 18
-
-// unknownWriteVersion reports whether the header of the file at path names
-// a file format write version above 2, which SQLite can only read.
-func unknownWriteVersion(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var v [1]byte
-	_, err = f.ReadAt(v[:], fileFormatOffset)
-	return err == nil && v[0] > 2
-}
 
 // openCause explains an error of Open with the operating system's cause:
 // a file SQLite could not open (too many open files, a directory it may

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -191,22 +190,7 @@ func errnoText(errno syscall.Errno) string {
 	return errno.Error()
 }
 
-// writeProbe opens the file at path to read and write, as SQLite did
-// before it fell back to reading it only, and returns why that fails (an
-// *fs.PathError wrapping the errno), or nil if it now works.
-func writeProbe(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return &fs.PathError{Op: writeProbeOp, Path: pe.Path, Err: pe.Err}
-		}
-		return err
-	}
-	return f.Close()
-}
-
-// writeProbeOp names writeProbe's open in its errors.
+// writeProbeOp names writeProbe's question in its errors.
 const writeProbeOp = "open to write"
 
 // readOnlyError is an ErrReadOnly for a file that cannot be written: it

@@ -43,6 +43,18 @@ func dirRefusesWrites(dir string) error {
 	return nil
 }
 
+// writeProbe asks whether the process may write the file at path, as
+// SQLite did before it fell back to reading it only, and returns why not
+// (an *fs.PathError wrapping the errno), or nil. It asks access(2) with the
+// effective IDs: opening and closing the file would drop the POSIX locks
+// this process's connections hold on it.
+func writeProbe(path string) error {
+	if err := unix.Faccessat(unix.AT_FDCWD, path, unix.W_OK, unix.AT_EACCESS); err != nil {
+		return &fs.PathError{Op: writeProbeOp, Path: path, Err: err}
+	}
+	return nil
+}
+
 // shmDMSOffset is the byte of the -shm file every connection holds a read
 // lock on while it has the file open (SQLite's unix VFS: UNIX_SHM_DMS).
 const shmDMSOffset = 128
