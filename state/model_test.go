@@ -74,6 +74,7 @@ func (m *machine) genVerb(t *rapid.T) model.Input {
 		if rapid.Bool().Draw(t, "newSet") {
 			in.New = model.Ptr(genValue(t, "new"))
 		}
+		in.TTLMillis = genTTL(t, "ttl") // with a nil new: invalid in both
 		return in
 	case 5:
 		return model.Input{Kind: model.Expire, Key: key, TTLMillis: rapid.SampledFrom([]int64{-1, 0, 1, 20, 1000}).Draw(t, "ttl")}
