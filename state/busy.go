@@ -139,7 +139,7 @@ func (db *DB) busyRetry(count int) bool {
 	d := busyDelays[min(count, len(busyDelays)-1)] * time.Millisecond
 	if left := w.limit - w.waited - w.slept; left > 0 {
 		d = min(d, left)
-	} else if w.grace < busyGrace(w.limit) {
+	} else if w.grace < min(busyGrace(w.limit), w.waited) {
 		d = time.Millisecond
 		w.grace += d
 	} else {
@@ -152,10 +152,11 @@ func (db *DB) busyRetry(count int) bool {
 
 // busyGrace is how long a verb whose budget went by before its statements
 // ran (queued behind others) still retries a lock, a millisecond apart: a
-// tenth of the busy timeout, at most 100 ms. Another connection's commit
-// holds the lock for a moment; failing a verb for that moment would be a
-// wrong ErrBusy. A verb so ends within 1.1 times its busy timeout, and the
-// statements' own running time.
+// tenth of the busy timeout, at most 100 ms, and no more than it waited
+// for the handle. Another connection's commit holds the lock for a
+// moment; failing a verb for that moment would be a wrong ErrBusy. A verb
+// so ends within 1.1 times its busy timeout, and the statements' own
+// running time; one that did not wait for the handle, within its timeout.
 func busyGrace(limit time.Duration) time.Duration { return min(limit/10, 100*time.Millisecond) }
 
 // setWait gives the statements run next under mu the budget of a verb

@@ -104,7 +104,8 @@ func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 // lock on the file. A verb whose budget went by in the handle's queue still
 // retries a lock held for a moment, for a tenth of the timeout (at most
 // 100 ms), so a verb held off by a stopped writer fails within 1.1 times
-// its timeout, plus the time its statements take to run.
+// its timeout (within its timeout when nothing of the handle was ahead of
+// it), plus the time its statements take to run.
 func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
 
 // WithSweepInterval sets how often the background sweeper deletes expired
