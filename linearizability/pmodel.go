@@ -107,7 +107,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 	// them would only tell apart states that are the same (a history
 	// without power losses kept every commit of a key as a candidate).
 	if st.unknown {
-		applied := s.commit(c, st.final || (st.full && certainWrite(st.in, out)))
+		applied := s.commit(c, st.final || (st.full && CertainWrite(st.in, out)))
 		if applied.equal(s) {
 			return []pstate{s}
 		}
@@ -140,10 +140,10 @@ func (p partition) porcupineModel() porcupine.Model {
 	return nm.ToModel()
 }
 
-// certainWrite reports whether a call that answered out certainly wrote to
+// CertainWrite reports whether a call that answered out certainly wrote to
 // the database, so that a FULL commit of it synced: a failed verb, a CAS
 // that did not swap or a Del that found nothing commits nothing.
-func certainWrite(in model.Input, out model.Output) bool {
+func CertainWrite(in model.Input, out model.Output) bool {
 	if out.Err != model.ErrNone {
 		return false
 	}
@@ -156,7 +156,7 @@ func certainWrite(in model.Input, out model.Output) bool {
 		return out.N > 0
 	case model.Update, model.Flush:
 		for i, sub := range out.Sub {
-			if i < len(in.Ops) && certainWrite(in.Ops[i], sub) {
+			if i < len(in.Ops) && CertainWrite(in.Ops[i], sub) {
 				return true
 			}
 		}

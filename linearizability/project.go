@@ -105,7 +105,7 @@ func project(history []Op, skip map[int]bool) projection {
 			base.unknown = true
 		}
 		base.full = op.Durability == Full
-		base.durable = base.full && !op.Unknown && certainWrite(op.Input, op.Output)
+		base.durable = base.full && !op.Unknown && CertainWrite(op.Input, op.Output)
 		base.final = len(powerLosses) == 0 || op.Call > powerLosses[len(powerLosses)-1]
 
 		pieces := split(op, base)

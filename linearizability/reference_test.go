@@ -154,7 +154,7 @@ func (w *world) apply(c int) {
 	w.cur = next
 	f.applied, f.op.Output = true, out
 	switch {
-	case f.op.Durability == Full && (changed || certainWrite(f.op.Input, out)):
+	case f.op.Durability == Full && (changed || CertainWrite(f.op.Input, out)):
 		w.since = []model.State{w.cur}
 	case changed:
 		w.since = append(w.since, w.cur)

@@ -70,7 +70,7 @@ func Counter(history []linearizability.Op, key string, final int64) []Violation 
 		default:
 			continue
 		}
-		if !op.Unknown && op.Durability == linearizability.Full && wrote(op.Input, op.Output) {
+		if !op.Unknown && op.Durability == linearizability.Full && linearizability.CertainWrite(op.Input, op.Output) {
 			noteDurable(op.Call)
 		}
 		in, o := op.Input, op.Output
@@ -161,30 +161,6 @@ func touches(in model.Input, key string) bool {
 	for _, sub := range in.Ops {
 		if touches(sub, key) {
 			return true
-		}
-	}
-	return false
-}
-
-// wrote reports whether a call that answered out certainly wrote to the
-// database, so that a FULL commit of it synced: a failed verb, a CAS that
-// did not swap or a Del that found nothing commits nothing.
-func wrote(in model.Input, out model.Output) bool {
-	if out.Err != model.ErrNone {
-		return false
-	}
-	switch in.Kind {
-	case model.Set, model.IncrBy, model.Lease, model.Renew, model.Release:
-		return true
-	case model.CAS, model.Expire:
-		return out.OK
-	case model.Del, model.Sweep:
-		return out.N > 0
-	case model.Update, model.Flush:
-		for i, sub := range out.Sub {
-			if i < len(in.Ops) && wrote(in.Ops[i], sub) {
-				return true
-			}
 		}
 	}
 	return false
