@@ -176,6 +176,13 @@ const (
 // lock and tries again a little later, until the busy timeout passes; then
 // it leaves the pages as they are.
 func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
+	if db.cfg.fs == nil {
+		// Not on the native VFS yet: rewriting the database file needs a
+		// descriptor of it, and closing one drops every POSIX lock the
+		// process holds on the file, SQLite's included (CORRECTNESS.md,
+		// what is not promised).
+		return nil
+	}
 	ckpt := db.bg.ckpt.conn
 	if ckpt == nil || db.failed != nil {
 		sqldb, c, err := openWALConn(ctx, db.dsn)
