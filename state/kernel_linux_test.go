@@ -361,19 +361,28 @@ func TestKernelTooFewFileDescriptors(t *testing.T) {
 
 // helperTooFewFiles is the child of TestKernelTooFewFileDescriptors.
 func helperTooFewFiles(path string) int {
+	// Go starts its poller (an epoll descriptor and an eventfd) on the
+	// first file it can poll, and ends the process if it cannot; start it
+	// now so that it never meets the lowered limit.
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	_, _ = r.Close(), w.Close()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
 	orig := lim
-	for k := uint64(0); k < 16; k++ {
-		ents, err := os.ReadDir("/proc/self/fd") // also starts Go's poller before the limit
+	for k := 0; k < 16; k++ {
+		cur, err := limitLeaving(k)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3
 		}
-		lim.Cur = uint64(len(ents)) + k
+		lim.Cur = cur
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3
@@ -391,6 +400,36 @@ func helperTooFewFiles(path string) int {
 		}
 	}
 	return 0
+}
+
+// limitLeaving returns the RLIMIT_NOFILE under which the process can open
+// exactly free more descriptors. The limit bounds descriptor numbers, not
+// their count, and a process may hold numbers with holes below them (a
+// parent's inherited descriptor 251, say), so it counts free numbers.
+func limitLeaving(free int) (uint64, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, err
+	}
+	open := map[int]bool{}
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			return 0, err
+		}
+		if _, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			open[n] = true // the listing's own descriptor is closed by now
+		}
+	}
+	for n := 0; ; n++ {
+		if open[n] {
+			continue
+		}
+		if free == 0 {
+			return uint64(n), nil
+		}
+		free--
+	}
 }
 
 // TestKernelStoppedLockHolder: a process that holds the file's write lock
