@@ -31,11 +31,14 @@ func (b *background) start(db *DB) {
 	if !db.cfg.runsBackground() {
 		return
 	}
-	if d := db.cfg.sweepInterval; d > 0 {
+	if d := db.cfg.sweepInterval; d > 0 && db.remote == nil { // a remote store expires keys itself
 		b.every(db, "sweeper", d, func() { _, _ = db.Sweep(context.Background()) })
 	}
 	if d := db.cfg.flushInterval; d > 0 {
 		b.every(db, "flusher", d, func() { _ = db.Flush(context.Background()) })
+	}
+	if db.remote != nil {
+		return // no file to checkpoint
 	}
 	b.ckpt.kick = make(chan struct{}, 1)
 	b.ckpt.every = db.cfg.checkpointEvery

@@ -58,6 +58,11 @@ type DB struct {
 
 	buf buffer
 	bg  background
+
+	// remote is the store behind a handle opened from a URL (remote.go);
+	// nil for a file, whose fields above it then leaves unused.
+	remote  remote
+	rclosed atomic.Bool // Close was called on a remote handle
 }
 
 // Open opens the statekit file at path, creating it (mode 0600) if it does
@@ -79,6 +84,9 @@ func Open(path string, opts ...Option) (*DB, error) {
 	}
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrInvalidArgument)
+	}
+	if scheme := urlScheme(path); scheme != "" {
+		return openRemote(scheme, path, cfg)
 	}
 	if cfg.clock == nil {
 		cfg.clock = sysclock.New()

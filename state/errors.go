@@ -87,6 +87,22 @@ var (
 	// another program damaged the -wal or -shm file beside it (see
 	// DB.Check). The handle then refuses every further call, as with ErrIO.
 	ErrCorrupt = errors.New("statekit: file is corrupt")
+
+	// ErrUnavailable is returned by a store opened from a URL (redis://)
+	// when its server could not be reached, refused the connection or the
+	// credentials, or is loading: the verb was not applied. It wraps the
+	// client's error, which names the address.
+	ErrUnavailable = errors.New("statekit: server unavailable")
+	// ErrOutcomeUnknown is returned by a store opened from a URL when the
+	// connection failed after the verb was sent: the server may or may not
+	// have applied it. A retry of Set, Del, CAS or a lease call by the same
+	// owner is safe; a retry of Incr may count twice.
+	ErrOutcomeUnknown = errors.New("statekit: outcome unknown")
+	// ErrNotDurable is returned by Lease on a store that may lose an
+	// acknowledged write (a Redis server without appendonly yes and
+	// appendfsync always): there, a restart could hand a fencing token
+	// out twice. The URL's allow_unsafe_leases=true parameter opts out.
+	ErrNotDurable = errors.New("statekit: store does not keep every acknowledged write")
 )
 
 // LeaseHeldError is the error Lease returns when another owner holds the

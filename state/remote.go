@@ -1,0 +1,162 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/statekit/statekit/internal/backend"
+)
+
+// remote is a store other than the file engine behind a *DB: a backend
+// package (redisstate) registers an opener for a URL scheme, and Open hands
+// it URLs of that scheme. Every public verb validates its arguments first,
+// in this package, so a backend sees only arguments the file engine would
+// accept, and names its errors (db.named) after the backend answers; a
+// backend returns this package's sentinels (ErrNotFound, ErrNotInteger,
+// ErrOverflow, a *LeaseHeldError, ErrLeaseLost, ErrBusy, ErrUnavailable,
+// ErrOutcomeUnknown, ...) wrapped with what it knows.
+//
+// TTLs arrive in whole milliseconds: for Set, IncrBy and CAS 0 means none
+// was given (Set drops the old deadline, IncrBy and CAS keep it); for Expire
+// a ttl of zero or less deletes the key. Lease and Renew get ttl > 0.
+type remote interface {
+	Get(ctx context.Context, key string) (Value, error)
+	Set(ctx context.Context, key string, v Value, ttl int64) error
+	Del(ctx context.Context, keys []string) (int, error)
+	IncrBy(ctx context.Context, key string, delta, ttl int64) (int64, error)
+	// CAS: exp nil means "absent"; nv nil means "delete".
+	CAS(ctx context.Context, key string, exp, nv *Value, ttl int64) (bool, error)
+	Expire(ctx context.Context, key string, ttl int64) (bool, error)
+	TTL(ctx context.Context, key string) (time.Duration, error)
+	Lease(ctx context.Context, name, owner string, ttl int64) (*Lease, error)
+	Renew(ctx context.Context, l *Lease, ttl int64) error
+	Release(ctx context.Context, l *Lease) error
+
+	// Update runs fn once per attempt with a transaction that implements
+	// remoteTx, and commits what fn wrote only if fn returns nil.
+	Update(ctx context.Context, fn func(tx any) error) error
+	// Flush adds deltas to the integers at keys (sorted) with IncrBy's
+	// rules and no TTL. dropped names each key whose delta could not be
+	// applied (ErrNotInteger, ErrOverflow); the others are written. ran
+	// is false only when nothing was written, so the deltas may be kept
+	// for the next flush.
+	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped map[string]error, ran bool, err error)
+	Sweep(ctx context.Context) (int, error)
+	Scan(ctx context.Context, prefix string, includeExpired bool, fn func(KeyInfo) error) error
+	Leases(ctx context.Context, includeFree bool, fn func(LeaseInfo) error) error
+	Stats(ctx context.Context) (Stats, error)
+	Check(ctx context.Context) ([]string, error)
+	// Now is the backend's time, the one its deadlines are counted in.
+	Now() time.Time
+	Close() error
+}
+
+// remoteTx is what a remote's Update gives its callback: the verbs with
+// validated arguments, at the transaction's own view of the store.
+type remoteTx interface {
+	Get(key string) (Value, error)
+	Set(key string, v Value, ttl int64) error
+	Del(keys []string) (int, error)
+	IncrBy(key string, delta, ttl int64) (int64, error)
+	CAS(key string, exp, nv *Value, ttl int64) (bool, error)
+	Expire(key string, ttl int64) (bool, error)
+	TTL(key string) (time.Duration, error)
+	Lease(name, owner string, ttl int64) (*Lease, error)
+	Renew(l *Lease, ttl int64) error
+	Release(l *Lease) error
+}
+
+// backendPackages names the package a program imports to open each scheme.
+var backendPackages = map[string]string{
+	"redis":         "github.com/statekit/statekit/redisstate",
+	"rediss":        "github.com/statekit/statekit/redisstate",
+	"redis+cluster": "github.com/statekit/statekit/redisstate",
+}
+
+// urlScheme returns the scheme of a path written as a URL ("redis://..."),
+// or "" for a file path.
+func urlScheme(path string) string {
+	i := strings.Index(path, "://")
+	if i <= 0 {
+		return ""
+	}
+	s := path[:i]
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return strings.ToLower(s)
+}
+
+// redactURL returns the URL with its password replaced, for errors and Path.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// openRemote opens a URL through the backend registered for its scheme.
+func openRemote(scheme, raw string, cfg config) (*DB, error) {
+	name := redactURL(raw)
+	open, ok := backend.Lookup(scheme)
+	if !ok {
+		if pkg, known := backendPackages[scheme]; known {
+			return nil, fmt.Errorf("open %s: %w: the %s:// scheme needs the program to import %q (as _ \"%s\")", name, ErrInvalidArgument, scheme, pkg, pkg)
+		}
+		return nil, fmt.Errorf("open %s: %w: unknown scheme %q (a file path or one of: %s)", name, ErrInvalidArgument, scheme, strings.Join(knownSchemes(), ", "))
+	}
+	if err := cfg.remoteOptions(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	o := backend.Options{}
+	if cfg.runsBackground() {
+		o.FlushInterval = cfg.flushInterval
+	}
+	r, err := open(raw, o)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	rem, ok := r.(remote)
+	if !ok {
+		if c, ok := r.(interface{ Close() error }); ok {
+			_ = c.Close()
+		}
+		return nil, fmt.Errorf("open %s: %w: the %s backend does not implement this statekit's verbs (%T)", name, ErrInvalidArgument, scheme, r)
+	}
+	db := &DB{path: name, cfg: cfg, remote: rem}
+	db.buf.deltas = map[string]int64{}
+	db.bg.start(db)
+	return db, nil
+}
+
+// knownSchemes lists the schemes Open knows, registered or not.
+func knownSchemes() []string {
+	seen := map[string]bool{}
+	var s []string
+	for _, k := range append(backend.Schemes(), "redis", "rediss", "redis+cluster") {
+		if !seen[k] {
+			seen[k] = true
+			s = append(s, k+"://")
+		}
+	}
+	return s
+}
+
+// remoteOptions refuses the options that mean something only for a file.
+func (c config) remoteOptions() error {
+	switch {
+	case c.fs != nil:
+		return fmt.Errorf("%w: WithFS is for files, not URLs", ErrInvalidArgument)
+	case c.readOnly:
+		return fmt.Errorf("%w: WithReadOnly is for files, not URLs", ErrInvalidArgument)
+	case c.clock != nil:
+		return fmt.Errorf("%w: WithClock is for files: a remote store's deadlines follow its server's clock", ErrInvalidArgument)
+	}
+	return nil
+}
