@@ -9,6 +9,7 @@ GO ?= go
 # machine, not a speed target.
 TEST_TIMEOUT ?= 60m
 test: lint
+	@command -v redis-server >/dev/null || echo "redis-server not found (.ci/run installs Debian's redis-server): every redisstate test that needs a server skips"
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/sim$$')
 	$(GO) test -race -short -count=1 -timeout $(TEST_TIMEOUT) ./sim/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./sim/

@@ -126,7 +126,7 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		ctx = hooks.WithNow(ctx, func(ms int64) { now = ms })
 	}
 	err := db.flush(ctx, d)
-	if !restore && errors.Is(err, errNotWritten) && errors.Is(err, ErrDiskFull) && db.makeRoom(ctx) {
+	if !restore && db.remote == nil && errors.Is(err, errNotWritten) && errors.Is(err, ErrDiskFull) && db.makeRoom(ctx) {
 		// Close's flush, the last chance to write these: the WAL's
 		// space, given back, may be room enough.
 		err = db.flush(ctx, d)
@@ -150,6 +150,9 @@ var errNotWritten = errors.New("nothing written")
 func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 	if len(d) == 0 {
 		return nil
+	}
+	if db.remote != nil {
+		return db.flushRemote(ctx, d)
 	}
 	keys := slices.Sorted(maps.Keys(d))
 	dropped := map[string]error{}

@@ -52,6 +52,10 @@ func (db *DB) CAS(ctx context.Context, key string, expected, new any, opts ...Wr
 	if err != nil {
 		return false, db.named("cas", keyName(key), err)
 	}
+	if db.remote != nil {
+		ok, err := viaRemote(db, func(r remote) (bool, error) { return r.CAS(ctx, key, exp, nv, ttl) })
+		return ok, db.named("cas", keyName(key), err)
+	}
 	var ok bool
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.cas(ctx, now, key, exp, nv, ttl)

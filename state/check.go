@@ -31,6 +31,10 @@ const maxFindings = 100
 // Check returns an error, not findings, when it cannot read the file: ErrClosed
 // after Close, ErrBusy, ErrIO, or ErrCorrupt when the damage stops a query.
 func (db *DB) Check(ctx context.Context) ([]string, error) {
+	if db.remote != nil {
+		f, err := viaRemote(db, func(r remote) ([]string, error) { return r.Check(ctx) })
+		return f, db.named("check", "", err)
+	}
 	want, err := expectedSchema(ctx)
 	if err != nil {
 		return nil, db.named("check", "", err)

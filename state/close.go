@@ -19,6 +19,9 @@ import (
 // time loses nothing: the next Open starts from the mark the handle kept
 // up to date, as after a crash.
 func (db *DB) Close() error {
+	if db.remote != nil {
+		return db.closeRemote()
+	}
 	db.bg.stop(db)
 	d, open := db.buf.close()
 	if !open {

@@ -59,6 +59,10 @@ func (db *DB) incrVerb(ctx context.Context, verb, key string, delta int64, opts 
 	if err != nil {
 		return 0, db.named(verb, keyName(key), err)
 	}
+	if db.remote != nil {
+		n, err := viaRemote(db, func(r remote) (int64, error) { return r.IncrBy(ctx, key, delta, ttl) })
+		return n, db.named(verb, keyName(key), err)
+	}
 	var n int64
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		n, err = db.incrBy(ctx, now, key, delta, ttl)

@@ -77,6 +77,16 @@ type DB struct {
 // the operating system's error, when it would not open the file or its
 // -wal or -shm (a missing directory, or file with WithReadOnly:
 // fs.ErrNotExist; too many open files: syscall.EMFILE).
+//
+// A path written as a URL opens a store on a server instead of a file:
+// "redis://host:port/db?prefix=app:" (also rediss:// and redis+cluster://)
+// runs every verb on a Redis server, once the program imports
+// github.com/statekit/statekit/redisstate, whose documentation gives the
+// URL's parameters and what holds there. Without that import Open returns
+// ErrInvalidArgument naming the package, and creates no file. WithFS,
+// WithReadOnly and WithClock are for files and refused with a URL; the
+// other options either apply (WithFlushInterval, WithoutBackground) or
+// have nothing to do (WithSync, WithBusyTimeout, WithSweepInterval).
 func Open(path string, opts ...Option) (*DB, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -428,13 +438,17 @@ func (db *DB) releaseHandle() error {
 	return errors.Join(errs...)
 }
 
-// Path returns the file name the DB was opened with.
+// Path returns the file name the DB was opened with, or for a URL the URL
+// with its password replaced by "xxxxx".
 func (db *DB) Path() string { return db.path }
 
 // Now returns the engine's time: the larger of the wall clock at open and
 // the file's high-water mark, advanced by the monotonic clock since open.
 // It is the now every verb uses for deadlines.
 func (db *DB) Now() time.Time {
+	if db.remote != nil {
+		return db.remote.Now()
+	}
 	db.lock()
 	defer db.unlock()
 	return time.UnixMilli(db.time.peekMillis())

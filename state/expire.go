@@ -24,6 +24,10 @@ func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, 
 	if err := checkKey("key", key); err != nil {
 		return false, db.named("expire", keyName(key), err)
 	}
+	if db.remote != nil {
+		ok, err := viaRemote(db, func(r remote) (bool, error) { return r.Expire(ctx, key, expireMillis(ttl)) })
+		return ok, db.named("expire", keyName(key), err)
+	}
 	var ok bool
 	err := db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.expire(ctx, now, key, ttl)
@@ -37,6 +41,10 @@ func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, 
 func (db *DB) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if err := checkKey("key", key); err != nil {
 		return 0, db.named("ttl", keyName(key), err)
+	}
+	if db.remote != nil {
+		left, err := viaRemote(db, func(r remote) (time.Duration, error) { return r.TTL(ctx, key) })
+		return left, db.named("ttl", keyName(key), err)
 	}
 	var left time.Duration
 	err := db.do(ctx, reading, func(now int64) (err error) {

@@ -31,6 +31,10 @@ func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 	if err := checkKey("key", key); err != nil {
 		return Value{}, db.named("get", keyName(key), err)
 	}
+	if db.remote != nil {
+		v, err := viaRemote(db, func(r remote) (Value, error) { return r.Get(ctx, key) })
+		return v, db.named("get", keyName(key), err)
+	}
 	var v Value
 	err := db.do(ctx, reading, func(now int64) (err error) {
 		v, err = db.get(ctx, now, key)
@@ -49,6 +53,10 @@ func (db *DB) Set(ctx context.Context, key string, value any, opts ...WriteOptio
 	if err != nil {
 		return db.named("set", keyName(key), err)
 	}
+	if db.remote != nil {
+		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Set(ctx, key, v, ttl) })
+		return db.named("set", keyName(key), err)
+	}
 	err = db.do(ctx, grouped, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
 	return db.named("set", keyName(key), err)
 }
@@ -61,6 +69,10 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 	}
 	if len(keys) == 0 {
 		return 0, nil
+	}
+	if db.remote != nil {
+		n, err := viaRemote(db, func(r remote) (int, error) { return r.Del(ctx, keys) })
+		return n, db.named("del", keysName(keys), err)
 	}
 	var n int
 	err := db.do(ctx, grouped, func(now int64) (err error) {

@@ -61,6 +61,10 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 	if err != nil {
 		return nil, db.named("lease", keyName(name), err)
 	}
+	if db.remote != nil {
+		l, err := viaRemote(db, func(r remote) (*Lease, error) { return r.Lease(ctx, name, owner, ms) })
+		return l, db.named("lease", keyName(name), err)
+	}
 	var l *Lease
 	err = db.do(ctx, writing, func(now int64) error {
 		return db.durably(ctx, func() (err error) {
@@ -91,6 +95,10 @@ func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 		return db.named("renew", leaseName(l), err)
 	}
 	subject := leaseName(l) // before renew can change the token
+	if db.remote != nil {
+		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Renew(ctx, l, ms) })
+		return db.named("renew", subject, err)
+	}
 	return db.named("renew", subject, db.do(ctx, writing, func(now int64) error { return db.renew(ctx, now, l, ms) }))
 }
 
@@ -98,6 +106,10 @@ func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 // one. It returns ErrLeaseLost when l is no longer held.
 func (db *DB) Release(ctx context.Context, l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
+		return db.named("release", leaseName(l), err)
+	}
+	if db.remote != nil {
+		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Release(ctx, l) })
 		return db.named("release", leaseName(l), err)
 	}
 	return db.named("release", leaseName(l), db.do(ctx, writing, func(now int64) error { return db.release(ctx, now, l) }))

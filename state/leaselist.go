@@ -62,6 +62,11 @@ func (db *DB) Leases(ctx context.Context, includeFree bool, fn func(LeaseInfo) e
 	if fn == nil {
 		return db.named("leases", "", fmt.Errorf("%w: nil Leases callback", ErrInvalidArgument))
 	}
+	if db.remote != nil {
+		return db.remoteList("leases", "", func(r remote, keep func(error) error) error {
+			return r.Leases(ctx, includeFree, func(l LeaseInfo) error { return keep(fn(l)) })
+		})
+	}
 	after := ""
 	for {
 		var page []LeaseInfo

@@ -2,12 +2,16 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/statekit/statekit/internal/backend"
+	"github.com/statekit/statekit/internal/sysclock"
 )
 
 // remote is a store other than the file engine behind a *DB: a backend
@@ -129,6 +133,7 @@ func openRemote(scheme, raw string, cfg config) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w: the %s backend does not implement this statekit's verbs (%T)", name, ErrInvalidArgument, scheme, r)
 	}
+	cfg.clock = sysclock.New() // for the background flusher's waits only
 	db := &DB{path: name, cfg: cfg, remote: rem}
 	db.buf.deltas = map[string]int64{}
 	db.bg.start(db)
@@ -159,4 +164,105 @@ func (c config) remoteOptions() error {
 		return fmt.Errorf("%w: WithClock is for files: a remote store's deadlines follow its server's clock", ErrInvalidArgument)
 	}
 	return nil
+}
+
+// viaRemote runs one verb on the handle's remote store, or returns
+// ErrClosed after Close.
+func viaRemote[T any](db *DB, call func(remote) (T, error)) (T, error) {
+	if db.rclosed.Load() {
+		var zero T
+		return zero, ErrClosed
+	}
+	return call(db.remote)
+}
+
+// remoteList runs Scan or Leases on the remote store. keep wraps each
+// error of the caller's callback: that error is returned as it is, not
+// named, as the file engine returns it.
+func (db *DB) remoteList(verb, subject string, call func(r remote, keep func(error) error) error) error {
+	var fnErr error
+	keep := func(err error) error {
+		if err != nil && fnErr == nil {
+			fnErr = err
+		}
+		return err
+	}
+	_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, call(r, keep) })
+	if fnErr != nil && errors.Is(err, fnErr) {
+		return fnErr
+	}
+	return db.named(verb, subject, err)
+}
+
+// expireMillis is Expire's ttl for a remote store: whole milliseconds
+// rounded up, or 0 for a ttl of zero or less (which deletes the key).
+func expireMillis(ttl time.Duration) int64 {
+	ms, err := ttlMillis(ttl)
+	if err != nil {
+		return 0
+	}
+	return ms
+}
+
+// remoteTrouble reports an error of a remote store's connection, which
+// breaks a transaction as an I/O error breaks one on a file.
+func remoteTrouble(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown)
+}
+
+// updateRemote is Update on a remote store: the store runs fn on a
+// transaction of its own, as many times as its conflicts need.
+func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
+	var fnErr error // fn's own error, returned as it is
+	_, err := viaRemote(db, func(r remote) (struct{}, error) {
+		return struct{}{}, r.Update(ctx, func(t any) error {
+			rt, ok := t.(remoteTx)
+			if !ok {
+				return fmt.Errorf("%w: the backend's transaction (%T) lacks this statekit's verbs", ErrInvalidArgument, t)
+			}
+			tx := &Tx{db: db, ctx: ctx, rt: rt}
+			if err := fn(tx); err != nil {
+				fnErr = err
+				return err
+			}
+			return tx.broken
+		})
+	})
+	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
+		return err // the callback's error, or a verb's inside it, named already
+	}
+	return db.named("update", "", err)
+}
+
+// flushRemote is flush on a remote store.
+func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
+	keys := slices.Sorted(maps.Keys(d))
+	var dropped map[string]error
+	ran := false
+	_, err := viaRemote(db, func(r remote) (struct{}, error) {
+		var err error
+		dropped, ran, err = r.Flush(ctx, keys, d)
+		return struct{}{}, err
+	})
+	if err != nil {
+		if !ran {
+			return notWritten(err)
+		}
+		return err
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	return &FlushError{Dropped: dropped}
+}
+
+// closeRemote is Close on a remote store: the last flush, then the client.
+func (db *DB) closeRemote() error {
+	db.bg.stop(db)
+	d, open := db.buf.close()
+	if !open || db.rclosed.Swap(true) {
+		return db.named("close", "", ErrClosed)
+	}
+	flushErr := db.flushTaken(context.Background(), d, false)
+	return db.closeError(d, nil, flushErr, nil, db.remote.Close())
 }

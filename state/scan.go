@@ -45,6 +45,11 @@ func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn f
 	if fn == nil {
 		return db.named("scan", "", fmt.Errorf("%w: nil Scan callback", ErrInvalidArgument))
 	}
+	if db.remote != nil {
+		return db.remoteList("scan", keyName(prefix)+"*", func(r remote, keep func(error) error) error {
+			return r.Scan(ctx, prefix, includeExpired, func(k KeyInfo) error { return keep(fn(k)) })
+		})
+	}
 	end := prefixEnd(prefix)
 	query, from := scanSQL(true, end != ""), prefix
 	for {

@@ -56,6 +56,10 @@ type Stats struct {
 // Stats returns ErrClosed after Close and the errors of a failed read
 // (ErrBusy, ErrIO, ErrCorrupt).
 func (db *DB) Stats(ctx context.Context) (Stats, error) {
+	if db.remote != nil {
+		s, err := viaRemote(db, func(r remote) (Stats, error) { return r.Stats(ctx) })
+		return s, db.named("stats", "", err)
+	}
 	var s Stats
 	err := db.do(ctx, reading, func(now int64) error {
 		return db.inReadTx(ctx, func() error { return db.stats(ctx, now, &s) })

@@ -50,6 +50,10 @@ const (
 // with the write verbs other goroutines call meanwhile, so a verb waits for
 // one at most.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
+	if db.remote != nil {
+		n, err := viaRemote(db, func(r remote) (int, error) { return r.Sweep(ctx) })
+		return n, db.named("sweep", "", err)
+	}
 	n, err := db.sweep(ctx)
 	return n, db.named("sweep", "", err)
 }

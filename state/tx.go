@@ -27,8 +27,9 @@ type Tx struct {
 	db      *DB
 	ctx     context.Context
 	now     int64
-	granted bool  // a lease was granted: the commit must be durable
-	broken  error // a fatal error inside: the transaction cannot commit
+	granted bool     // a lease was granted: the commit must be durable
+	broken  error    // a fatal error inside: the transaction cannot commit
+	rt      remoteTx // the remote store's transaction; nil on a file
 }
 
 // Update runs fn in a transaction. If fn returns an error or panics, or a
@@ -40,6 +41,9 @@ type Tx struct {
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return db.named("update", "", fmt.Errorf("%w: nil Update callback", ErrInvalidArgument))
+	}
+	if db.remote != nil {
+		return db.updateRemote(ctx, fn)
 	}
 	var fnErr error // fn's own error, returned as it is
 	err := db.do(ctx, writing, func(now int64) error {
@@ -90,7 +94,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 
 // run runs one verb inside the transaction and remembers a fatal error.
 func (tx *Tx) run(err error) error {
-	if err != nil && (fatal(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
+	if err != nil && (fatal(err) || remoteTrouble(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
 		tx.broken = err
 	}
 	return err
@@ -114,7 +118,7 @@ func (tx *Tx) Get(key string) (Value, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
 		return Value{}, tx.named("get", keyName(key), err)
 	}
-	v, err := tx.db.get(tx.ctx, tx.now, key)
+	v, err := tx.get(key)
 	return v, tx.named("get", keyName(key), tx.run(err))
 }
 
@@ -127,7 +131,7 @@ func (tx *Tx) Set(key string, value any, opts ...WriteOption) error {
 	if err != nil {
 		return tx.named("set", keyName(key), err)
 	}
-	return tx.named("set", keyName(key), tx.run(tx.db.set(tx.ctx, tx.now, key, v, ttl)))
+	return tx.named("set", keyName(key), tx.run(tx.set(key, v, ttl)))
 }
 
 // Del is DB.Del inside the transaction.
@@ -138,7 +142,7 @@ func (tx *Tx) Del(keys ...string) (int, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
-	n, err := tx.db.del(tx.ctx, tx.now, keys)
+	n, err := tx.del(keys)
 	return n, tx.named("del", keysName(keys), tx.run(err))
 }
 
@@ -177,7 +181,7 @@ func (tx *Tx) incrVerb(verb, key string, delta int64, opts []WriteOption) (int64
 	if err != nil {
 		return 0, tx.named(verb, keyName(key), err)
 	}
-	n, err := tx.db.incrBy(tx.ctx, tx.now, key, delta, ttl)
+	n, err := tx.incrBy(key, delta, ttl)
 	return n, tx.named(verb, keyName(key), tx.run(err))
 }
 
@@ -190,7 +194,7 @@ func (tx *Tx) CAS(key string, expected, new any, opts ...WriteOption) (bool, err
 	if err != nil {
 		return false, tx.named("cas", keyName(key), err)
 	}
-	ok, err := tx.db.cas(tx.ctx, tx.now, key, exp, nv, ttl)
+	ok, err := tx.cas(key, exp, nv, ttl)
 	return ok, tx.named("cas", keyName(key), tx.run(err))
 }
 
@@ -199,7 +203,7 @@ func (tx *Tx) Expire(key string, ttl time.Duration) (bool, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
 		return false, tx.named("expire", keyName(key), err)
 	}
-	ok, err := tx.db.expire(tx.ctx, tx.now, key, ttl)
+	ok, err := tx.expire(key, ttl)
 	return ok, tx.named("expire", keyName(key), tx.run(err))
 }
 
@@ -208,7 +212,7 @@ func (tx *Tx) TTL(key string) (time.Duration, error) {
 	if err := firstErr(tx.usable(), checkKey("key", key)); err != nil {
 		return 0, tx.named("ttl", keyName(key), err)
 	}
-	d, err := tx.db.ttl(tx.ctx, tx.now, key)
+	d, err := tx.ttl(key)
 	return d, tx.named("ttl", keyName(key), tx.run(err))
 }
 
@@ -222,7 +226,7 @@ func (tx *Tx) Lease(name, owner string, ttl time.Duration) (*Lease, error) {
 	if err != nil {
 		return nil, tx.named("lease", keyName(name), err)
 	}
-	l, err := tx.db.lease(tx.ctx, tx.now, name, owner, ms)
+	l, err := tx.lease(name, owner, ms)
 	if err == nil {
 		tx.granted = true
 	}
@@ -239,7 +243,7 @@ func (tx *Tx) Renew(l *Lease, ttl time.Duration) error {
 		return tx.named("renew", leaseName(l), err)
 	}
 	subject := leaseName(l) // before renew can change the token
-	return tx.named("renew", subject, tx.run(tx.db.renew(tx.ctx, tx.now, l, ms)))
+	return tx.named("renew", subject, tx.run(tx.renew(l, ms)))
 }
 
 // Release is DB.Release inside the transaction.
@@ -250,7 +254,7 @@ func (tx *Tx) Release(l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
 		return tx.named("release", leaseName(l), err)
 	}
-	return tx.named("release", leaseName(l), tx.run(tx.db.release(tx.ctx, tx.now, l)))
+	return tx.named("release", leaseName(l), tx.run(tx.release(l)))
 }
 
 // firstErr returns the first non-nil error.
