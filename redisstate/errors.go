@@ -1,0 +1,123 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/state"
+)
+
+// effect says what a failed command could have done on the server.
+type effect bool
+
+const (
+	reads  effect = false // it only read: a failure changed nothing
+	writes effect = true  // it may write: a failure after sending leaves the outcome unknown
+)
+
+// fail turns a go-redis error into one wrapping this statekit's sentinels:
+// ErrUnavailable when the command was not applied (the server could not be
+// reached, refused the credentials, is loading or read-only), ErrOutcomeUnknown
+// when the connection failed after a command that writes was sent, the
+// context's error when the caller's context ended, ErrCorrupt when a key
+// holds a Redis type statekit never writes. The address is named; the
+// password never is.
+func (s *store) fail(ctx context.Context, err error, eff effect) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("statekit: unexpected nil reply from redis at %s", s.cfg.addr)
+	}
+	if errors.Is(err, redis.ErrClosed) || s.closed.Load() {
+		return state.ErrClosed
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !isNetError(err) {
+		return s.replyError(err)
+	}
+	if ctxErr := ctxDone(ctx); ctxErr != nil {
+		if eff == writes && !notSent(err) {
+			return fmt.Errorf("%w: %w: the command may or may not have been applied (redis at %s: %v)",
+				state.ErrOutcomeUnknown, ctxErr, s.cfg.addr, err)
+		}
+		return fmt.Errorf("statekit: %w (redis at %s: %v)", ctxErr, s.cfg.addr, err)
+	}
+	if eff == writes && !notSent(err) {
+		return fmt.Errorf("%w: the connection to redis at %s failed after the command was sent, so it may or may not have been applied (a script runs whole or not at all): %w",
+			state.ErrOutcomeUnknown, s.cfg.addr, err)
+	}
+	return fmt.Errorf("%w: redis at %s: %w", state.ErrUnavailable, s.cfg.addr, err)
+}
+
+// replyError classifies an error reply of the server.
+func (s *store) replyError(err error) error {
+	msg := err.Error()
+	word, _, _ := strings.Cut(msg, " ")
+	switch word {
+	case "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "OOM", "MISCONF", "NOREPLICAS":
+		return fmt.Errorf("%w: redis at %s refused the command, nothing was applied: %w", state.ErrUnavailable, s.cfg.addr, err)
+	case "BUSY":
+		return fmt.Errorf("%w: redis at %s is running another script: %w", state.ErrBusy, s.cfg.addr, err)
+	case "WRONGTYPE":
+		return fmt.Errorf("%w: a key of the store holds a Redis type statekit never writes: %w", state.ErrCorrupt, err)
+	case "CROSSSLOT":
+		return fmt.Errorf("%w: %w", state.ErrInvalidArgument, err)
+	}
+	if strings.Contains(msg, "DB index is out of range") {
+		return fmt.Errorf("%w: redis at %s: %w", state.ErrInvalidArgument, s.cfg.addr, err)
+	}
+	if strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password") || strings.HasPrefix(msg, "ERR AUTH") {
+		return fmt.Errorf("%w: redis at %s refused the credentials: %w", state.ErrUnavailable, s.cfg.addr, err)
+	}
+	return fmt.Errorf("statekit: redis at %s: %w", s.cfg.addr, err)
+}
+
+// ctxDone returns the context's error, or DeadlineExceeded once its
+// deadline has passed even if its timer has not fired yet (go-redis sets
+// the connection's deadline to the context's, so the read can time out a
+// moment before the context says so).
+func ctxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// notSent reports whether err means the command never reached the server:
+// the connection could not be made or taken from the pool, or the server
+// refused it.
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, redis.ErrPoolExhausted)
+}
+
+// isNetError reports whether err is the connection's, not a reply.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// isConflict reports whether err is EXEC's nil reply: a watched key changed.
+func isConflict(err error) bool { return errors.Is(err, redis.TxFailedErr) }
+
+// redirect reports whether err is a cluster redirect (MOVED or ASK): the
+// command was not run, and may be sent again once the slot map is reloaded.
+func redirect(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}

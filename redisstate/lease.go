@@ -1,0 +1,142 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/state"
+)
+
+// optOut says how to lease on a server that may lose writes.
+const optOut = "set appendonly yes and appendfsync always on the server, or add allow_unsafe_leases=true to the URL to accept that a restart may hand a fencing token out twice"
+
+// checkDurable returns an error wrapping ErrNotDurable unless every server
+// of the store keeps every acknowledged write (appendonly yes, appendfsync
+// always), or the URL opted out. A passed check is kept for the handle's
+// life; a failed one is asked again next time.
+func (s *store) checkDurable(ctx context.Context) error {
+	if s.cfg.allowUnsafe || s.durable.Load() {
+		return nil
+	}
+	var mu sync.Mutex
+	var problems []error
+	check := func(ctx context.Context, c *redis.Client) error {
+		cfg, err := c.ConfigGet(ctx, "append*").Result()
+		if err != nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) && !isNetError(err) {
+				mu.Lock()
+				problems = append(problems, fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); %s",
+					state.ErrNotDurable, c.Options().Addr, err, optOut))
+				mu.Unlock()
+				return nil
+			}
+			return err
+		}
+		if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
+			mu.Lock()
+			problems = append(problems, fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose a lease grant it acknowledged; %s",
+				state.ErrNotDurable, c.Options().Addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), optOut))
+			mu.Unlock()
+		}
+		return nil
+	}
+	var err error
+	if s.cluster != nil {
+		err = s.cluster.ForEachMaster(ctx, check)
+	} else {
+		err = check(ctx, s.single)
+	}
+	if err != nil {
+		return s.fail(ctx, err, reads)
+	}
+	if len(problems) > 0 {
+		return problems[0]
+	}
+	s.durable.Store(true)
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// Lease grants name to owner for ttl ms, or returns a *state.LeaseHeldError.
+func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*state.Lease, error) {
+	if s.closed.Load() {
+		return nil, state.ErrClosed
+	}
+	if err := s.checkDurable(ctx); err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, leaseScript, writes, []string{s.leaseOf(name)}, owner, ttl)
+	if err != nil {
+		return nil, err
+	}
+	code, err := r.int(0)
+	if err != nil {
+		return nil, err
+	}
+	switch code {
+	case codeOK:
+		token, err1 := r.int(1)
+		until, err2 := r.int(2)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		return &state.Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(until)}, nil
+	case codeHeld:
+		holder, err1 := r.str(1)
+		until, err2 := r.int(2)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		return nil, &state.LeaseHeldError{Name: name, Owner: holder, Expires: time.UnixMilli(until),
+			Left: time.Duration(until-r.now()) * time.Millisecond}
+	}
+	return nil, damaged("lease", name)
+}
+
+// Renew moves l's deadline to now+ttl ms, or returns ErrLeaseLost.
+func (s *store) Renew(ctx context.Context, l *state.Lease, ttl int64) error {
+	r, err := s.run(ctx, renewScript, writes, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10), ttl)
+	if err != nil {
+		return err
+	}
+	if code, err := r.int(0); err != nil || code != codeOK {
+		if err == nil {
+			err = state.ErrLeaseLost
+		}
+		return err
+	}
+	until, err := r.int(1)
+	if err != nil {
+		return err
+	}
+	l.Expires = time.UnixMilli(until)
+	return nil
+}
+
+// Release ends l, keeping its token, or returns ErrLeaseLost.
+func (s *store) Release(ctx context.Context, l *state.Lease) error {
+	r, err := s.run(ctx, releaseScript, writes, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10))
+	if err != nil {
+		return err
+	}
+	if code, err := r.int(0); err != nil || code != codeOK {
+		if err == nil {
+			err = state.ErrLeaseLost
+		}
+		return err
+	}
+	l.Expires = time.UnixMilli(r.now())
+	return nil
+}

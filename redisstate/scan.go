@@ -1,0 +1,376 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/state"
+)
+
+// scanPage is how many keys Scan, Leases, Stats and Check read per round
+// trip once they have listed them.
+const scanPage = 256
+
+// globEscape escapes the characters SCAN's MATCH pattern gives meaning to.
+func globEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// list returns every Redis key that starts with prefix, on every master,
+// without repeats, sorted by bytes.
+func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
+	if s.closed.Load() {
+		return nil, state.ErrClosed
+	}
+	match := globEscape(prefix) + "*"
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	scan := func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for _, k := range keys {
+				if strings.HasPrefix(k, prefix) {
+					seen[k] = true
+				}
+			}
+			mu.Unlock()
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	var err error
+	if s.cluster != nil {
+		err = s.cluster.ForEachMaster(ctx, scan)
+	} else {
+		err = scan(ctx, s.single)
+	}
+	if err != nil {
+		return nil, s.fail(ctx, err, reads)
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// serverNow reads the server's TIME (in a cluster, any master's).
+func (s *store) serverNow(ctx context.Context) (int64, error) {
+	t, err := s.uc.Time(ctx).Result()
+	if err != nil {
+		return 0, s.fail(ctx, err, reads)
+	}
+	ms := t.UnixMilli()
+	s.clock.observe(ms)
+	return ms, nil
+}
+
+// rawKey is one key as a page read it.
+type rawKey struct {
+	key  string // the statekit key
+	val  string
+	pttl int64
+	err  error // the GET's error reply (WRONGTYPE)
+}
+
+// readKeys reads the values and PTTLs of Redis keys (all under prefix+"k:")
+// and the server time; keys gone since the listing are left out.
+func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	gets := make([]*redis.StringCmd, len(rkeys))
+	ttls := make([]*redis.DurationCmd, len(rkeys))
+	_, err = s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range rkeys {
+			gets[i] = p.Get(ctx, k)
+			ttls[i] = p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) && isNetError(err) {
+		return nil, 0, s.fail(ctx, err, reads)
+	}
+	base := len(s.cfg.prefix) + len("k:")
+	out := make([]rawKey, 0, len(rkeys))
+	for i, k := range rkeys {
+		v, gerr := gets[i].Result()
+		if errors.Is(gerr, redis.Nil) {
+			continue
+		}
+		d, terr := ttls[i].Result()
+		if terr != nil && gerr == nil {
+			return nil, 0, s.fail(ctx, terr, reads)
+		}
+		r := rawKey{key: k[base:], val: v, pttl: -1, err: gerr}
+		if gerr == nil && d >= 0 {
+			r.pttl = d.Milliseconds()
+		}
+		if gerr != nil && isNetError(gerr) {
+			return nil, 0, s.fail(ctx, gerr, reads)
+		}
+		out = append(out, r)
+	}
+	return out, now, nil
+}
+
+// Scan calls fn for each live key that starts with prefix, in byte order.
+// Redis deletes expired keys itself, so includeExpired finds none.
+func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn func(state.KeyInfo) error) error {
+	rkeys, err := s.list(ctx, s.keyOf(prefix))
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(rkeys); start += scanPage {
+		page, now, err := s.readKeys(ctx, rkeys[start:min(start+scanPage, len(rkeys))])
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if r.err != nil {
+				return fmt.Errorf("key %q: %w", r.key, s.fail(ctx, r.err, reads))
+			}
+			v, err := decode(r.val)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", r.key, err)
+			}
+			k := state.KeyInfo{Key: r.key, Value: v, Left: state.NoExpiry}
+			if r.pttl >= 0 {
+				k.Expires = time.UnixMilli(now + r.pttl)
+				k.Left = time.Duration(r.pttl) * time.Millisecond
+			}
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rawLease is one lease hash as a page read it.
+type rawLease struct {
+	name                  string
+	owner, token, expires any
+	err                   error
+}
+
+// readLeases reads the fields of lease hashes and the server time.
+func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int64, error) {
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	cmds := make([]*redis.SliceCmd, len(rkeys))
+	_, err = s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range rkeys {
+			cmds[i] = p.HMGet(ctx, k, "owner", "token", "expires")
+		}
+		return nil
+	})
+	if err != nil && isNetError(err) {
+		return nil, 0, s.fail(ctx, err, reads)
+	}
+	base := len(s.cfg.prefix) + len("lease:")
+	out := make([]rawLease, 0, len(rkeys))
+	for i, k := range rkeys {
+		f, err := cmds[i].Result()
+		r := rawLease{name: k[base:], err: err}
+		if err == nil {
+			if f[0] == nil && f[1] == nil && f[2] == nil {
+				continue // gone since the listing
+			}
+			r.owner, r.token, r.expires = f[0], f[1], f[2]
+		} else if isNetError(err) {
+			return nil, 0, s.fail(ctx, err, reads)
+		}
+		out = append(out, r)
+	}
+	return out, now, nil
+}
+
+// info converts a lease hash, or says what is wrong with it.
+func (r rawLease) info(now int64) (state.LeaseInfo, string) {
+	if r.err != nil {
+		return state.LeaseInfo{}, r.err.Error()
+	}
+	owner, _ := r.owner.(string)
+	ts, _ := r.token.(string)
+	es, _ := r.expires.(string)
+	token, terr := strconv.ParseInt(ts, 10, 64)
+	at, eerr := strconv.ParseInt(es, 10, 64)
+	switch {
+	case owner == "":
+		return state.LeaseInfo{}, "owner is missing or empty"
+	case terr != nil || strconv.FormatInt(token, 10) != ts:
+		return state.LeaseInfo{}, fmt.Sprintf("token %q is not an integer", ts)
+	case token < 1:
+		return state.LeaseInfo{}, fmt.Sprintf("token %d is less than 1", token)
+	case eerr != nil || at < 0:
+		return state.LeaseInfo{}, fmt.Sprintf("expires %q is not a time in ms", es)
+	}
+	l := state.LeaseInfo{Name: r.name, Owner: owner, Token: token}
+	switch {
+	case at > now:
+		l.Status = state.LeaseHeld
+	case at == 0:
+		l.Status = state.LeaseReleased
+	default:
+		l.Status = state.LeaseExpired
+	}
+	if at != 0 {
+		l.Expires = time.UnixMilli(at)
+		l.Left = time.Duration(at-now) * time.Millisecond
+	}
+	return l, ""
+}
+
+// Leases calls fn for each lease in byte order of the names: the held ones,
+// and with includeFree the expired and released ones too.
+func (s *store) Leases(ctx context.Context, includeFree bool, fn func(state.LeaseInfo) error) error {
+	rkeys, err := s.list(ctx, s.leaseOf(""))
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(rkeys); start += scanPage {
+		page, now, err := s.readLeases(ctx, rkeys[start:min(start+scanPage, len(rkeys))])
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			l, bad := r.info(now)
+			if bad != "" {
+				return fmt.Errorf("%w: lease %q: %s", state.ErrCorrupt, r.name, bad)
+			}
+			if l.Status != state.LeaseHeld && !includeFree {
+				continue
+			}
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Stats counts keys and leases by SCAN. The file-only fields stay zero;
+// Now and Wall are the server's time.
+func (s *store) Stats(ctx context.Context) (state.Stats, error) {
+	var st state.Stats
+	rkeys, err := s.list(ctx, s.keyOf(""))
+	if err != nil {
+		return st, err
+	}
+	for start := 0; start < len(rkeys); start += scanPage {
+		page, _, err := s.readKeys(ctx, rkeys[start:min(start+scanPage, len(rkeys))])
+		if err != nil {
+			return state.Stats{}, err
+		}
+		for _, r := range page {
+			st.Keys++
+			if r.err == nil && r.pttl >= 0 {
+				st.KeysWithDeadline++
+			}
+		}
+	}
+	lkeys, err := s.list(ctx, s.leaseOf(""))
+	if err != nil {
+		return state.Stats{}, err
+	}
+	for start := 0; start < len(lkeys); start += scanPage {
+		page, now, err := s.readLeases(ctx, lkeys[start:min(start+scanPage, len(lkeys))])
+		if err != nil {
+			return state.Stats{}, err
+		}
+		for _, r := range page {
+			st.LeaseNames++
+			if l, bad := r.info(now); bad == "" && l.Status == state.LeaseHeld {
+				st.Leases++
+			}
+		}
+	}
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		return state.Stats{}, err
+	}
+	st.Now = time.UnixMilli(now)
+	st.Wall = st.Now
+	return st, nil
+}
+
+// maxFindings bounds what Check reports, as the file engine's does.
+const maxFindings = 100
+
+// Check reads every key and lease of the store and returns what is wrong:
+// a value without a valid tag, a lease hash with a missing field or a
+// token under 1, a key of another Redis type. It returns nil for a sound
+// store.
+func (s *store) Check(ctx context.Context) ([]string, error) {
+	var findings []string
+	add := func(format string, args ...any) bool {
+		findings = append(findings, fmt.Sprintf(format, args...))
+		return len(findings) < maxFindings
+	}
+	rkeys, err := s.list(ctx, s.keyOf(""))
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(rkeys); start += scanPage {
+		page, _, err := s.readKeys(ctx, rkeys[start:min(start+scanPage, len(rkeys))])
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			var bad string
+			if r.err != nil {
+				bad = r.err.Error()
+			} else if _, err := decode(r.val); err != nil {
+				bad = err.Error()
+			}
+			if bad != "" && !add("key %q: %s", r.key, bad) {
+				return findings, nil
+			}
+		}
+	}
+	lkeys, err := s.list(ctx, s.leaseOf(""))
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(lkeys); start += scanPage {
+		page, now, err := s.readLeases(ctx, lkeys[start:min(start+scanPage, len(lkeys))])
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			if _, bad := r.info(now); bad != "" && !add("lease %q: %s", r.name, bad) {
+				return findings, nil
+			}
+		}
+	}
+	return findings, nil
+}

@@ -1,0 +1,12 @@
+-- KEYS[1] the lease hash; ARGV[1] owner, ARGV[2] token, ARGV[3] ttl ms.
+-- Moves the deadline of a live lease with this owner and token.
+-- Returns {0, expires, now} or {6, '', now} when it is lost.
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
+local at = tonumber(f[3] or '0') or 0
+if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or at <= now then
+  return {6, '', now}
+end
+local until_ = fmt_ms(now + tonumber(ARGV[3]))
+redis.call('HSET', KEYS[1], 'expires', until_)
+return {0, until_, now}

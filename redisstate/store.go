@@ -1,0 +1,337 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/backend"
+	"github.com/statekit/statekit/state"
+)
+
+func init() {
+	for _, scheme := range []string{"redis", "rediss", "redis+cluster"} {
+		backend.Register(scheme, func(url string, o backend.Options) (any, error) { return open(url, o) })
+	}
+}
+
+// store is a statekit store on a Redis server or cluster: what state.Open
+// returns a *state.DB around for a redis://, rediss:// or redis+cluster://
+// URL. It implements state's remote interface (state/remote.go).
+type store struct {
+	cfg     *config
+	single  *redis.Client        // redis://, rediss://
+	cluster *redis.ClusterClient // redis+cluster://
+	uc      redis.UniversalClient
+
+	closed  atomic.Bool
+	clock   clock
+	durable atomic.Bool // the durability check passed once
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// open opens the store a URL names and checks that its server answers.
+func open(raw string, _ backend.Options) (*store, error) {
+	cfg, err := parseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &store{cfg: cfg}
+	if cfg.cluster != nil {
+		s.cluster = redis.NewClusterClient(cfg.cluster)
+		s.uc = s.cluster
+	} else {
+		s.single = redis.NewClient(cfg.single)
+		s.uc = s.single
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.dialTimeout)
+	defer cancel()
+	if err := s.ping(ctx); err != nil {
+		_ = s.uc.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ping checks that every server answers (with the credentials, and the
+// database selected) and reads the server time for Now.
+func (s *store) ping(ctx context.Context) error {
+	fail := func(err error) error {
+		err = s.fail(ctx, err, reads)
+		if !isInvalid(err) && !isUnavailable(err) {
+			err = fmt.Errorf("%w: %w", state.ErrUnavailable, err)
+		}
+		return err
+	}
+	if s.cluster != nil {
+		err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+		if err != nil {
+			return fail(err)
+		}
+	} else if err := s.single.Ping(ctx).Err(); err != nil {
+		return fail(err)
+	}
+	t, err := s.uc.Time(ctx).Result()
+	if err != nil {
+		return fail(err)
+	}
+	s.clock.baseMs, s.clock.at = t.UnixMilli(), time.Now()
+	return nil
+}
+
+// client returns the client that serves key: the server, or the master
+// that owns key's slot in a cluster.
+func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
+	if s.single != nil {
+		return s.single, nil
+	}
+	return s.cluster.MasterForKey(ctx, key)
+}
+
+// redirectTries bounds how often a command is sent again after a cluster
+// redirect (MOVED, ASK) while the slot map is reloaded.
+const redirectTries = 8
+
+// run runs a script on the server that owns keys[0], and returns its reply
+// with the server time it used noted in the store's clock.
+func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, args ...any) (reply, error) {
+	if s.closed.Load() {
+		return nil, state.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("statekit: %w", err)
+	}
+	for try := 1; ; try++ {
+		c, err := s.client(ctx, keys[0])
+		if err != nil {
+			return nil, s.fail(ctx, err, reads)
+		}
+		res, err := sc.Run(ctx, c, keys, args...).Slice()
+		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
+			s.cluster.ReloadState(ctx)
+			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
+				return nil, fmt.Errorf("statekit: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, s.fail(ctx, err, eff)
+		}
+		r := reply(res)
+		s.clock.observe(r.now())
+		return r, nil
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// damaged is the error for a script that found a stored value it cannot use.
+func damaged(what, name string) error {
+	return fmt.Errorf("%w: the %s %q holds a value without a valid statekit encoding", state.ErrCorrupt, what, name)
+}
+
+// Get returns the live value of key, or ErrNotFound.
+func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
+	r, err := s.run(ctx, getScript, reads, []string{s.keyOf(key)})
+	if err != nil {
+		return state.Value{}, err
+	}
+	found, err := r.int(1)
+	if err != nil {
+		return state.Value{}, err
+	}
+	if found == 0 {
+		return state.Value{}, state.ErrNotFound
+	}
+	v, err := r.str(0)
+	if err != nil {
+		return state.Value{}, err
+	}
+	return decode(v)
+}
+
+// Set stores v at key, with the deadline now+ttl (ms) or none for ttl 0.
+func (s *store) Set(ctx context.Context, key string, v state.Value, ttl int64) error {
+	_, err := s.run(ctx, setScript, writes, []string{s.keyOf(key)}, encode(v), ttl)
+	return err
+}
+
+// Del deletes keys and returns how many were live. In a cluster, keys of
+// different slots are deleted by one script per slot, not atomically.
+func (s *store) Del(ctx context.Context, keys []string) (int, error) {
+	total := 0
+	for _, group := range s.bySlot(dedup(keys)) {
+		full := make([]string, len(group))
+		for i, k := range group {
+			full[i] = s.keyOf(k)
+		}
+		r, err := s.run(ctx, delScript, writes, full)
+		if err != nil {
+			return total, err
+		}
+		n, err := r.int(0)
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+	}
+	return total, nil
+}
+
+// dedup returns keys without repeats, in first-seen order.
+func dedup(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// IncrBy adds delta to the integer at key with IncrBy's rules.
+func (s *store) IncrBy(ctx context.Context, key string, delta, ttl int64) (int64, error) {
+	r, err := s.run(ctx, incrScript, writes, []string{s.keyOf(key)}, strconv.FormatInt(delta, 10), ttl)
+	if err != nil {
+		return 0, err
+	}
+	code, err := r.int(0)
+	if err != nil {
+		return 0, err
+	}
+	switch code {
+	case codeOK:
+		return r.int(1)
+	case codeNotInt:
+		return 0, state.ErrNotInteger
+	case codeOverflow:
+		return 0, state.ErrOverflow
+	}
+	return 0, damaged("key", key)
+}
+
+// CAS swaps key's value from exp (nil: absent) to nv (nil: delete).
+func (s *store) CAS(ctx context.Context, key string, exp, nv *state.Value, ttl int64) (bool, error) {
+	args := []any{"0", "", "0", "", ttl}
+	if exp != nil {
+		args[0], args[1] = "1", encode(*exp)
+	}
+	if nv != nil {
+		args[2], args[3] = "1", encode(*nv)
+	}
+	r, err := s.run(ctx, casScript, writes, []string{s.keyOf(key)}, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.int(0)
+	return n == 1, err
+}
+
+// Expire sets key's deadline to now+ttl (ms), or deletes it for ttl <= 0.
+func (s *store) Expire(ctx context.Context, key string, ttl int64) (bool, error) {
+	r, err := s.run(ctx, expireScript, writes, []string{s.keyOf(key)}, ttl)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.int(0)
+	return n == 1, err
+}
+
+// TTL returns the time key has left, state.NoExpiry, or ErrNotFound.
+func (s *store) TTL(ctx context.Context, key string) (time.Duration, error) {
+	r, err := s.run(ctx, ttlScript, reads, []string{s.keyOf(key)})
+	if err != nil {
+		return 0, err
+	}
+	ms, err := r.int(0)
+	switch {
+	case err != nil:
+		return 0, err
+	case ms == -2:
+		return 0, state.ErrNotFound
+	case ms == -1:
+		return state.NoExpiry, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Flush adds deltas to the integers at keys, one script per cluster slot.
+func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int64) (map[string]error, bool, error) {
+	dropped := map[string]error{}
+	ran := false
+	for _, group := range s.bySlot(keys) {
+		full := make([]string, len(group))
+		args := make([]any, len(group))
+		for i, k := range group {
+			full[i], args[i] = s.keyOf(k), strconv.FormatInt(deltas[k], 10)
+		}
+		r, err := s.run(ctx, flushScript, writes, full, args...)
+		if err != nil {
+			if !ran {
+				return nil, false, err
+			}
+			// Other slots were written: these keys' deltas are
+			// reported, not kept, so none is applied twice.
+			for _, k := range group {
+				dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], err)
+			}
+			continue
+		}
+		ran = true
+		for i, k := range group {
+			code, err := r.int(i + 1)
+			if err != nil {
+				return dropped, ran, err
+			}
+			switch code {
+			case codeNotInt:
+				dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], state.ErrNotInteger)
+			case codeOverflow:
+				dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], state.ErrOverflow)
+			case codeDamaged:
+				dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], damaged("key", k))
+			}
+		}
+	}
+	return dropped, ran, nil
+}
+
+// Sweep returns 0: Redis deletes expired keys itself.
+func (s *store) Sweep(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, state.ErrClosed
+	}
+	return 0, nil
+}
+
+// Now returns the server's time as the store estimates it.
+func (s *store) Now() time.Time { return time.UnixMilli(s.clock.nowMs()) }
+
+// Close closes the client. A second Close returns nil.
+func (s *store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.uc.Close()
+	})
+	return s.closeErr
+}

@@ -1,0 +1,509 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/state"
+)
+
+// Update's retry budget: a callback whose watched keys kept changing is
+// run at most txAttempts times, with a jittered pause between attempts.
+const (
+	txAttempts   = 32
+	txBackoffMin = time.Millisecond
+	txBackoffMax = 50 * time.Millisecond
+)
+
+// errRetry marks an attempt that must start over (a cluster slot moved).
+var errRetry = errors.New("statekit: retry the transaction")
+
+// Update runs fn optimistically: reads WATCH their keys on a connection of
+// the transaction's own, writes wait in an overlay and are sent in one
+// MULTI/EXEC once fn returns nil. When a watched key changed meanwhile,
+// EXEC does nothing and fn runs again, up to txAttempts times.
+func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
+	for attempt := 1; ; attempt++ {
+		if s.closed.Load() {
+			return state.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("statekit: %w", err)
+		}
+		err := s.attempt(ctx, fn)
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		if attempt == txAttempts {
+			return fmt.Errorf("%w: the transaction's keys kept changing under it: %d attempts conflicted with other writers", state.ErrBusy, txAttempts)
+		}
+		pause := min(txBackoffMax, txBackoffMin<<min(attempt, 6))
+		pause = pause/2 + rand.N(pause/2+1)
+		if err := sleep(ctx, pause); err != nil {
+			return fmt.Errorf("statekit: %w", err)
+		}
+	}
+}
+
+// attempt runs fn once and commits what it wrote.
+func (s *store) attempt(ctx context.Context, fn func(tx any) error) error {
+	t := &tx{s: s, ctx: ctx, slot: -1, keys: map[string]*keyState{}, leases: map[string]*leaseState{}}
+	defer t.close()
+	if err := fn(t); err != nil {
+		if t.broken != nil && errors.Is(t.broken, errRetry) {
+			return t.broken
+		}
+		return err
+	}
+	if t.broken != nil {
+		return t.broken
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("statekit: %w", err)
+	}
+	return t.commit()
+}
+
+// tx is the transaction Update gives its callback. It implements state's
+// remoteTx interface.
+type tx struct {
+	s      *store
+	ctx    context.Context
+	conn   *redis.Conn // taken at the first verb, from the server (or master) of its key
+	slot   int         // in a cluster: the slot every key must share; -1 before the first
+	first  string      // the first key or lease name, for the cross-slot error
+	now    int64       // the server's TIME at the first verb, ms
+	keys   map[string]*keyState
+	leases map[string]*leaseState
+	order  []string // Redis keys in the order first written
+	broken error    // a failure that keeps the transaction from committing
+	execd  bool
+}
+
+// keyState is the transaction's view of one key.
+type keyState struct {
+	exists   bool
+	val      string // encoded
+	deadline int64  // ms since the epoch, server time; 0 for none
+	read     bool   // read from the server (WATCHed)
+	wasLive  bool   // live when read
+	readDl   int64  // its deadline when read
+	dirty    bool
+}
+
+// leaseState is the transaction's view of one lease hash.
+type leaseState struct {
+	exists  bool
+	owner   string
+	token   int64
+	expires int64
+	dirty   bool
+}
+
+// close gives the connection back, unwatching what EXEC did not.
+func (t *tx) close() {
+	if t.conn == nil {
+		return
+	}
+	if !t.execd {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Second)
+		_ = t.conn.Do(ctx, "UNWATCH").Err()
+		cancel()
+	}
+	_ = t.conn.Close()
+}
+
+// fail records err as the transaction's failure if it stops the commit
+// (the connection failed, the context ended, a cross-slot key) and returns
+// it.
+func (t *tx) fail(err error) error {
+	if t.broken == nil {
+		t.broken = err
+	}
+	return err
+}
+
+// usable refuses verbs after a failure inside the transaction.
+func (t *tx) usable() error {
+	if t.broken != nil {
+		if errors.Is(t.broken, errRetry) {
+			return t.broken
+		}
+		return fmt.Errorf("statekit: transaction failed earlier: %w", t.broken)
+	}
+	return nil
+}
+
+// bind makes sure the transaction has its connection and time, on the
+// server that owns rkey, and that rkey shares the slot of every other key
+// of the transaction. name is the statekit key or lease name.
+func (t *tx) bind(rkey, name string) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.s.cluster != nil {
+		sl := slot(rkey)
+		if t.slot >= 0 && sl != t.slot {
+			return t.fail(fmt.Errorf("%w: %q and %q lie in different cluster slots (%d and %d): every key and lease of a transaction must share one slot; give them one hash tag, as {user42}:balance and {user42}:history",
+				state.ErrInvalidArgument, t.first, name, t.slot, sl))
+		}
+		t.slot = sl
+	}
+	if t.conn != nil {
+		return nil
+	}
+	t.first = name
+	c, err := t.s.client(t.ctx, rkey)
+	if err != nil {
+		return t.fail(t.s.fail(t.ctx, err, reads))
+	}
+	t.conn = c.Conn()
+	tm, err := t.conn.Time(t.ctx).Result()
+	if err != nil {
+		return t.fail(t.s.fail(t.ctx, err, reads))
+	}
+	t.now = tm.UnixMilli()
+	t.s.clock.observe(t.now)
+	return nil
+}
+
+// cmdErr handles the error of a command sent inside the transaction.
+func (t *tx) cmdErr(err error) error {
+	if t.s.cluster != nil && redirect(err) {
+		t.s.cluster.ReloadState(t.ctx)
+		return t.fail(errRetry)
+	}
+	return t.fail(t.s.fail(t.ctx, err, reads))
+}
+
+// key returns the state of key, read (and WATCHed) unless read is false
+// and nothing is known of it yet: a blind write needs no read.
+func (t *tx) key(key string, read bool) (*keyState, error) {
+	rkey := t.s.keyOf(key)
+	if err := t.bind(rkey, key); err != nil {
+		return nil, err
+	}
+	ks := t.keys[rkey]
+	if ks != nil {
+		return ks, nil // read before, or overwritten whole by a blind write
+	}
+	if !read {
+		ks = &keyState{}
+		t.keys[rkey] = ks
+		return ks, nil
+	}
+	if err := t.conn.Do(t.ctx, "WATCH", rkey).Err(); err != nil {
+		return nil, t.cmdErr(err)
+	}
+	res, err := readScript.Run(t.ctx, t.conn, []string{rkey}).Slice()
+	if err != nil {
+		return nil, t.cmdErr(err)
+	}
+	r := reply(res)
+	found, err1 := r.int(1)
+	pttl, err2 := r.int(2)
+	v, err3 := r.str(0)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, t.fail(err)
+	}
+	ks = &keyState{read: true}
+	if found == 1 {
+		ks.exists, ks.wasLive, ks.val = true, true, v
+		if pttl >= 0 {
+			ks.deadline = r.now() + pttl
+		}
+		ks.readDl = ks.deadline
+	}
+	t.keys[rkey] = ks
+	return ks, nil
+}
+
+// write marks key's state changed.
+func (t *tx) write(key string, ks *keyState) {
+	if !ks.dirty {
+		ks.dirty = true
+		t.order = append(t.order, t.s.keyOf(key))
+	}
+}
+
+// deadline returns now+ttl, or 0 for no ttl.
+func (t *tx) deadline(ttl int64) int64 {
+	if ttl <= 0 {
+		return 0
+	}
+	return t.now + ttl
+}
+
+// Get is Get inside the transaction.
+func (t *tx) Get(key string) (state.Value, error) {
+	ks, err := t.key(key, true)
+	if err != nil {
+		return state.Value{}, err
+	}
+	if !ks.exists {
+		return state.Value{}, state.ErrNotFound
+	}
+	return decode(ks.val)
+}
+
+// Set is Set inside the transaction.
+func (t *tx) Set(key string, v state.Value, ttl int64) error {
+	ks, err := t.key(key, false)
+	if err != nil {
+		return err
+	}
+	ks.exists, ks.val, ks.deadline = true, encode(v), t.deadline(ttl)
+	t.write(key, ks)
+	return nil
+}
+
+// Del is Del inside the transaction.
+func (t *tx) Del(keys []string) (int, error) {
+	n := 0
+	for _, k := range dedup(keys) {
+		ks, err := t.key(k, true)
+		if err != nil {
+			return n, err
+		}
+		if ks.exists {
+			n++
+			ks.exists, ks.val, ks.deadline = false, "", 0
+			t.write(k, ks)
+		}
+	}
+	return n, nil
+}
+
+// IncrBy is IncrBy inside the transaction.
+func (t *tx) IncrBy(key string, delta, ttl int64) (int64, error) {
+	ks, err := t.key(key, true)
+	if err != nil {
+		return 0, err
+	}
+	if !ks.exists {
+		ks.exists, ks.val, ks.deadline = true, encode(state.IntValue(delta)), t.deadline(ttl)
+		t.write(key, ks)
+		return delta, nil
+	}
+	v, err := decode(ks.val)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.Int()
+	if !ok {
+		return 0, state.ErrNotInteger
+	}
+	if delta > 0 && n > math.MaxInt64-delta || delta < 0 && n < math.MinInt64-delta {
+		return 0, state.ErrOverflow
+	}
+	n += delta
+	ks.val = encode(state.IntValue(n))
+	t.write(key, ks)
+	return n, nil
+}
+
+// CAS is CAS inside the transaction.
+func (t *tx) CAS(key string, exp, nv *state.Value, ttl int64) (bool, error) {
+	ks, err := t.key(key, true)
+	if err != nil {
+		return false, err
+	}
+	if exp == nil && ks.exists || exp != nil && (!ks.exists || ks.val != encode(*exp)) {
+		return false, nil
+	}
+	switch {
+	case nv == nil:
+		if ks.exists {
+			ks.exists, ks.val, ks.deadline = false, "", 0
+			t.write(key, ks)
+		}
+	case ttl > 0:
+		ks.exists, ks.val, ks.deadline = true, encode(*nv), t.deadline(ttl)
+		t.write(key, ks)
+	case !ks.exists:
+		ks.exists, ks.val, ks.deadline = true, encode(*nv), 0
+		t.write(key, ks)
+	default:
+		ks.val = encode(*nv)
+		t.write(key, ks)
+	}
+	return true, nil
+}
+
+// Expire is Expire inside the transaction.
+func (t *tx) Expire(key string, ttl int64) (bool, error) {
+	ks, err := t.key(key, true)
+	if err != nil {
+		return false, err
+	}
+	if !ks.exists {
+		return false, nil
+	}
+	if ttl <= 0 {
+		ks.exists, ks.val, ks.deadline = false, "", 0
+	} else {
+		ks.deadline = t.deadline(ttl)
+	}
+	t.write(key, ks)
+	return true, nil
+}
+
+// TTL is TTL inside the transaction.
+func (t *tx) TTL(key string) (time.Duration, error) {
+	ks, err := t.key(key, true)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case !ks.exists:
+		return 0, state.ErrNotFound
+	case ks.deadline == 0:
+		return state.NoExpiry, nil
+	}
+	return time.Duration(ks.deadline-t.now) * time.Millisecond, nil
+}
+
+// lease returns the state of a lease hash, read (and WATCHed) once.
+func (t *tx) lease(name string) (*leaseState, error) {
+	rkey := t.s.leaseOf(name)
+	if err := t.bind(rkey, name); err != nil {
+		return nil, err
+	}
+	if ls := t.leases[rkey]; ls != nil {
+		return ls, nil
+	}
+	if err := t.conn.Do(t.ctx, "WATCH", rkey).Err(); err != nil {
+		return nil, t.cmdErr(err)
+	}
+	f, err := t.conn.HMGet(t.ctx, rkey, "owner", "token", "expires").Result()
+	if err != nil {
+		return nil, t.cmdErr(err)
+	}
+	ls := &leaseState{}
+	if f[0] != nil || f[1] != nil || f[2] != nil {
+		owner, _ := f[0].(string)
+		token, err1 := strconv.ParseInt(fmt.Sprint(f[1]), 10, 64)
+		expires, err2 := strconv.ParseInt(fmt.Sprint(f[2]), 10, 64)
+		if owner == "" || err1 != nil || err2 != nil || token < 1 || expires < 0 {
+			return nil, damaged("lease", name)
+		}
+		ls.exists, ls.owner, ls.token, ls.expires = true, owner, token, expires
+	}
+	t.leases[rkey] = ls
+	return ls, nil
+}
+
+// Lease is Lease inside the transaction, with Lease's durability check.
+func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	if err := t.s.checkDurable(t.ctx); err != nil {
+		return nil, err
+	}
+	ls, err := t.lease(name)
+	if err != nil {
+		return nil, err
+	}
+	live := ls.exists && ls.expires > t.now
+	if live && ls.owner != owner {
+		return nil, &state.LeaseHeldError{Name: name, Owner: ls.owner, Expires: time.UnixMilli(ls.expires),
+			Left: time.Duration(ls.expires-t.now) * time.Millisecond}
+	}
+	if !live {
+		if ls.token == math.MaxInt64 {
+			return nil, damaged("lease", name)
+		}
+		ls.token++
+	}
+	ls.exists, ls.owner, ls.expires, ls.dirty = true, owner, t.now+ttl, true
+	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(ls.expires)}, nil
+}
+
+// held returns l's lease state when l is live, or ErrLeaseLost.
+func (t *tx) held(l *state.Lease) (*leaseState, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	ls, err := t.lease(l.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !ls.exists || ls.owner != l.Owner || ls.token != l.Token || ls.expires <= t.now {
+		return nil, state.ErrLeaseLost
+	}
+	return ls, nil
+}
+
+// Renew is Renew inside the transaction.
+func (t *tx) Renew(l *state.Lease, ttl int64) error {
+	ls, err := t.held(l)
+	if err != nil {
+		return err
+	}
+	ls.expires, ls.dirty = t.now+ttl, true
+	l.Expires = time.UnixMilli(ls.expires)
+	return nil
+}
+
+// Release is Release inside the transaction.
+func (t *tx) Release(l *state.Lease) error {
+	ls, err := t.held(l)
+	if err != nil {
+		return err
+	}
+	ls.expires, ls.dirty = 0, true
+	l.Expires = time.UnixMilli(t.now)
+	return nil
+}
+
+// commit sends the writes in MULTI/EXEC. A transaction that only read runs
+// an empty MULTI/EXEC, so what it read is checked unchanged too.
+func (t *tx) commit() error {
+	if t.conn == nil {
+		return nil
+	}
+	_, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
+		for _, rkey := range t.order {
+			ks := t.keys[rkey]
+			switch {
+			case !ks.exists:
+				p.Del(t.ctx, rkey)
+			case ks.wasLive && ks.deadline == ks.readDl:
+				p.Do(t.ctx, "SET", rkey, ks.val, "KEEPTTL")
+			case ks.deadline == 0:
+				p.Do(t.ctx, "SET", rkey, ks.val)
+			default:
+				p.Do(t.ctx, "SET", rkey, ks.val, "PXAT", ks.deadline)
+			}
+		}
+		for rkey, ls := range t.leases {
+			if ls.dirty {
+				p.HSet(t.ctx, rkey, "owner", ls.owner, "token", ls.token, "expires", ls.expires)
+			}
+		}
+		return nil
+	})
+	t.execd = true
+	if isConflict(err) {
+		return errRetry
+	}
+	if err != nil && t.s.cluster != nil && redirect(err) {
+		t.s.cluster.ReloadState(t.ctx)
+		return errRetry
+	}
+	if err != nil {
+		err = t.s.fail(t.ctx, err, writes)
+		if !strings.Contains(err.Error(), "transaction") {
+			err = fmt.Errorf("%w (the transaction's EXEC)", err)
+		}
+	}
+	return err
+}
