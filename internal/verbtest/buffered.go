@@ -146,14 +146,4 @@ var bufferedCases = []verbCase{
 		require.NoError(t, e.db.Flush(e.ctx))
 		assert.Equal(t, fmt.Sprintf("int:%d", goroutines*each), e.get("n"))
 	}},
-
-	{"buffered/close-flushes", func(t *testing.T, e *env) {
-		// Close writes what is buffered; the store is gone after it, so
-		// the case checks only that Close reports no error and a later
-		// Flush says ErrClosed.
-		require.NoError(t, e.db.IncrBuffered("n", 5))
-		require.NoError(t, e.db.Close())
-		assert.ErrorIs(t, e.db.Flush(e.ctx), state.ErrClosed)
-		assert.ErrorIs(t, e.db.IncrBuffered("n", 1), state.ErrClosed)
-	}},
 }

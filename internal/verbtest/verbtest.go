@@ -47,7 +47,10 @@ type Options struct {
 // of its own: open must return a fresh, empty, open store for the subtest
 // it is given (a new file, or a new key prefix on a shared server). Run
 // closes each store when its case ends; a second Close's ErrClosed is
-// ignored, so a case may close its store itself.
+// ignored, so a case may close its store itself. A case may open a second
+// handle on its store, as another process would, with
+// state.Open(db.Path()) and no options: the name a store reports must open
+// it again (a URL without a password does).
 func Run(t *testing.T, open func(t *testing.T) *state.DB, opts Options) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -81,7 +84,7 @@ func allCases() []verbCase {
 	var all []verbCase
 	for _, family := range [][]verbCase{
 		kvCases, counterCases, casCases, expireCases, expiryCases,
-		leaseCases, txCases, bufferedCases, listCases, inputCases,
+		leaseCases, txCases, bufferedCases, listCases, handleCases, inputCases,
 	} {
 		all = append(all, family...)
 	}

@@ -1,0 +1,29 @@
+package redisstate_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/statekit/statekit/internal/redistest"
+	"github.com/statekit/statekit/internal/verbtest"
+	_ "github.com/statekit/statekit/redisstate"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/require"
+)
+
+// TestVerbTable runs the verb table every backend shares (internal/verbtest)
+// on a real redis-server (appendonly yes, appendfsync always, so leases are
+// granted), each case under a key prefix of its own so cases are
+// independent. Redis expires keys itself: Sweep reports 0 and Scan may never
+// see an expired key; Stats has no file to describe.
+func TestVerbTable(t *testing.T) {
+	srv := redistest.Start(t)
+	var n atomic.Int64
+	verbtest.Run(t, func(t *testing.T) *state.DB {
+		prefix := fmt.Sprintf("verbtable:%d:", n.Add(1))
+		db, err := state.Open(srv.URL(prefix))
+		require.NoError(t, err, "open %s", prefix)
+		return db
+	}, verbtest.Options{})
+}
