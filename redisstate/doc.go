@@ -1,0 +1,143 @@
+// Package redisstate makes state.Open accept Redis URLs: a program that
+// imports it (as _ "github.com/statekit/statekit/redisstate", the
+// database/sql driver pattern) gets the statekit verbs, with the same
+// answers and errors as on a file, over a Redis server or cluster:
+//
+//	db, err := state.Open("redis://:secret@127.0.0.1:6379/0?prefix=app:")
+//
+// # URLs
+//
+//	redis://[[user]:password@]host[:port][/db][?param=value&...]
+//	rediss://...                    the same over TLS, as redis-cli --tls
+//	redis+cluster://[[user]:password@]host1:port1,host2:port2[/][?...]
+//
+// User and password are read as redis-cli reads them: redis://:pw@host and
+// redis://user:pw@host, and redis://pw@host (no colon) is the password
+// alone. /N selects database N (0 when absent; a cluster has only 0). The
+// cluster's seed addresses are the comma-separated hosts, and addr=host:port
+// parameters add more; every master is found from them.
+//
+// Parameters of this package, stripped before go-redis reads the rest:
+//
+//	prefix=P                 every Redis key of the store starts with P
+//	                         (default "": the store's keys are k:... and
+//	                         lease:... at the top of the database)
+//	allow_unsafe_leases=true grant leases on a server that may lose an
+//	                         acknowledged write (see Leases below)
+//
+// Every other parameter is go-redis's (dial_timeout, read_timeout,
+// write_timeout, pool_size, client_name, protocol, skip_verify, ...; see
+// redis.ParseURL), except max_retries, min_retry_backoff and
+// max_retry_backoff, which are refused: the store never resends a command
+// whose outcome is unknown, since a resent increment could count twice. An
+// unknown parameter, a malformed URL or a bad database number fails Open
+// with state.ErrInvalidArgument naming the cause; errors never contain the
+// password.
+//
+// Open connects and PINGs every server within dial_timeout (5 s by
+// default): an unreachable server or a refused password fails Open with
+// state.ErrUnavailable wrapping the client's error, which names the address.
+//
+// # Encoding
+//
+// Keys stay readable in redis-cli. With prefix P:
+//
+//	key K          the Redis string  P + "k:" + K
+//	its value      "i:" + decimal for an integer ("i:-42"),
+//	               "b:" + the raw bytes for bytes ("b:hello"),
+//	               so integer 7 ("i:7") and bytes "7" ("b:7") stay apart
+//	its deadline   the key's native Redis expiry (PEXPIREAT / PXAT), so
+//	               PTTL shows it and Redis deletes the key itself
+//	lease name N   the Redis hash    P + "lease:" + N with the fields
+//	               owner    the holder, or the last holder once free
+//	               token    the fencing token, decimal, at least 1
+//	               expires  ms since the epoch (server clock); 0 once
+//	                        released
+//
+// A lease hash is never deleted and never given a Redis TTL, so the next
+// grant of a name always sees the last token and hands out token+1.
+// Check reports values without a valid tag, lease hashes with a missing
+// field or a token under 1, and keys of another Redis type under the
+// store's prefix.
+//
+// # Atomicity and time
+//
+// Every verb on one key (Get, Set, IncrBy, CAS, Expire, TTL, Lease, Renew,
+// Release) is one Lua script (scripts/*.lua), loaded once per server and
+// run by its SHA: it runs whole or not at all, with no gap between an
+// increment and its expiry. Integers never pass through Lua's doubles:
+// the scripts add int64s as decimal halves and report ErrOverflow exactly
+// at the int64 bounds. Del of several keys and Flush are one script on one
+// server; in a cluster, one script per hash slot, so keys in different
+// slots are not deleted or flushed atomically together. Requires Redis 6.2
+// or later (SET ... PXAT, KEEPTTL).
+//
+// Deadlines are absolute times of the Redis server's clock: each script
+// reads TIME and writes now+ttl, so every client agrees whatever its own
+// clock says. A key is live while its deadline is after the server's now,
+// as in the file engine (Redis itself keeps a key through its deadline's
+// millisecond; the scripts treat it as gone then). A clock step on the
+// Redis host moves every deadline at once: a step forward expires keys
+// and leases early, a step back extends them. Fencing tokens never go back
+// whatever the clock does. DB.Now is the server's TIME read at Open,
+// advanced by this process's monotonic clock and moved forward (never
+// back) by the time each script reports.
+//
+// # Transactions
+//
+// Update is optimistic. Each attempt reads the server's TIME once (the
+// transaction's now) on a connection of its own; every read WATCHes its
+// key and reads the value and its remaining time (or the lease hash), and
+// the transaction keeps an overlay, so the callback reads its own writes
+// and gets the answers the file engine would give. Writes are sent in one
+// MULTI/EXEC only when the callback returns nil. When a watched key changed
+// meanwhile, EXEC applies nothing and the callback runs again, so it may
+// run more than once: up to 32 attempts, with a short jittered pause,
+// then state.ErrBusy. A connection lost around EXEC is
+// state.ErrOutcomeUnknown. In a cluster, every key and lease name a
+// transaction touches must hash to one slot: give them a hash tag, as
+// {user42}:balance and {user42}:history; otherwise the verb fails with
+// state.ErrInvalidArgument and so does Update. (A prefix with a hash tag,
+// as prefix={app}:, puts the whole store in one slot.)
+//
+// # Leases and durability
+//
+// A fencing token must never be handed out twice. One Redis server with
+// appendonly yes and appendfsync always writes every grant to its
+// append-only file and fsyncs it before it replies, so a crash or restart
+// never forgets a token it acknowledged. Lease (and a lease inside Update)
+// therefore checks, with CONFIG GET, that every server of the store has
+// those settings, once per handle, and otherwise fails with
+// state.ErrNotDurable saying why and how to opt out; where CONFIG is
+// refused or renamed, it says the durability cannot be verified. The URL
+// parameter allow_unsafe_leases=true skips the check: tokens may then
+// repeat after a crash. The check cannot see a server whose settings are
+// changed after it.
+//
+// Replicas do not make grants safer: Redis replicates asynchronously, so a
+// failover can promote a replica that never saw the newest grant, which
+// the new master then hands out again. Waiting for replicas (WAIT) after a
+// grant is not provided by this package. In a cluster the same holds per
+// master: each lease lives on the master of its slot.
+//
+// # Errors
+//
+// A server that cannot be reached, refuses the connection or the
+// credentials, or is loading gives state.ErrUnavailable: nothing was
+// applied. A connection that fails after a command that writes was sent
+// gives state.ErrOutcomeUnknown: the script may or may not have run (it
+// runs whole or not at all). When the caller's context ends, the error
+// wraps the context's error (errors.Is(err, context.DeadlineExceeded)),
+// and ErrOutcomeUnknown too when a write was in flight: every verb returns
+// by the context's deadline. A key of another Redis type under the
+// prefix is state.ErrCorrupt.
+//
+// # What differs from a file
+//
+// Sweep returns 0: Redis deletes expired keys itself. Scan with
+// includeExpired cannot report expired keys, which Redis no longer
+// returns; Stats counts keys and leases with SCAN (ExpiredKeys and the
+// file's fields stay zero, Now and Wall are the server's time). Scan,
+// Leases, Stats and Check list keys with SCAN and then read them in pages:
+// like the file engine's Scan, none of them is a snapshot.
+package redisstate

@@ -1,0 +1,184 @@
+package redisstate_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestUpdateReadsItsOwnWrites(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "dl", "x", state.TTL(time.Hour)))
+	require.NoError(t, db.Set(ctx, "b", "bytes"))
+	err := db.Update(ctx, func(tx *state.Tx) error {
+		_, err := tx.Get("n")
+		assert.ErrorIs(t, err, state.ErrNotFound)
+		n, err := tx.IncrBy("n", 5, state.TTL(time.Minute))
+		require.NoError(t, err)
+		assert.EqualValues(t, 5, n)
+		n, err = tx.Incr("n")
+		require.NoError(t, err)
+		assert.EqualValues(t, 6, n)
+		left, err := tx.TTL("n")
+		require.NoError(t, err)
+		assert.Equal(t, time.Minute, left, "TTL at the transaction's now")
+		v, err := tx.Get("n")
+		require.NoError(t, err)
+		i, _ := v.Int()
+		assert.EqualValues(t, 6, i)
+
+		ok, err := tx.CAS("n", 6, "six")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		ok, err = tx.CAS("n", 6, "again")
+		require.NoError(t, err)
+		assert.False(t, ok, "CAS answers from the overlay")
+		_, err = tx.Incr("n")
+		assert.ErrorIs(t, err, state.ErrNotInteger, "a verb's error does not end the transaction")
+		_, err = tx.Incr("b")
+		assert.ErrorIs(t, err, state.ErrNotInteger)
+
+		ok, err = tx.CAS("dl", "x", "y")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		require.NoError(t, tx.Set("plain", 1))
+		d, err := tx.Del("plain", "plain", "missing")
+		require.NoError(t, err)
+		assert.Equal(t, 1, d)
+		require.NoError(t, tx.Set("plain", 2))
+		ok, err = tx.Expire("gone", time.Minute)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		return nil
+	})
+	require.NoError(t, err)
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "six", v.String())
+	left, err := db.TTL(ctx, "n")
+	require.NoError(t, err)
+	assert.Greater(t, left, 50*time.Second)
+	left, err = db.TTL(ctx, "dl")
+	require.NoError(t, err)
+	assert.Greater(t, left, 59*time.Minute, "a swap in a transaction keeps the deadline")
+	v, _ = db.Get(ctx, "dl")
+	assert.Equal(t, "y", v.String())
+	v, _ = db.Get(ctx, "plain")
+	assert.Equal(t, "2", v.String())
+	assert.Equal(t, ":-1", redisCmd(t, srv, "PTTL", "t:k:plain"))
+}
+
+func TestUpdateCallbackErrorWritesNothing(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	boom := errors.New("boom")
+	err := db.Update(ctx, func(tx *state.Tx) error {
+		require.NoError(t, tx.Set("k", 1))
+		_, err := tx.Lease("l", "a", time.Minute)
+		require.NoError(t, err)
+		return boom
+	})
+	assert.ErrorIs(t, err, boom)
+	_, err = db.Get(ctx, "k")
+	assert.ErrorIs(t, err, state.ErrNotFound)
+	l, err := db.Lease(ctx, "l", "b", time.Minute)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, l.Token, "the rolled-back grant handed out nothing")
+}
+
+func TestUpdateLeases(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	var got *state.Lease
+	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+		l, err := tx.Lease("m", "a", time.Minute)
+		if err != nil {
+			return err
+		}
+		again, err := tx.Lease("m", "a", time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, l.Token, again.Token)
+		_, err = tx.Lease("m", "b", time.Minute)
+		assert.ErrorIs(t, err, state.ErrLeaseHeld)
+		require.NoError(t, tx.Renew(l, 2*time.Minute))
+		got = l
+		return tx.Set("guarded", l.Token)
+	}))
+	assert.EqualValues(t, 1, got.Token)
+	_, err := db.Lease(ctx, "m", "b", time.Minute)
+	assert.ErrorIs(t, err, state.ErrLeaseHeld)
+	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error { return tx.Release(got) }))
+	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+		l, err := tx.Lease("m", "b", time.Minute)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, l.Token)
+		assert.ErrorIs(t, tx.Release(got), state.ErrLeaseLost)
+		return nil
+	}))
+}
+
+func TestUpdateConflictsRetry(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	const workers, each = 4, 50
+	var runs atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				err := db.Update(ctx, func(tx *state.Tx) error {
+					runs.Add(1)
+					v, err := tx.Get("n")
+					var n int64
+					if err == nil {
+						n, _ = v.Int()
+					} else if !errors.Is(err, state.ErrNotFound) {
+						return err
+					}
+					return tx.Set("n", n+1)
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err)
+	n, _ := v.Int()
+	assert.EqualValues(t, workers*each, n, "every increment counted once")
+	t.Logf("%d callbacks for %d commits", runs.Load(), workers*each)
+}
+
+func TestUpdateKeepsConflictingBusy(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	attempts := 0
+	err := db.Update(ctx, func(tx *state.Tx) error {
+		attempts++
+		if _, err := tx.Get("hot"); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		redisCmd(t, srv, "SET", "t:k:hot", "i:1") // another writer, every time
+		return tx.Set("hot", 2)
+	})
+	require.ErrorIs(t, err, state.ErrBusy)
+	assert.Contains(t, err.Error(), "kept changing")
+	assert.Equal(t, 32, attempts)
+}
