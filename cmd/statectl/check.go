@@ -67,7 +67,7 @@ func check(a *app, path string, asJSON bool) (err error) {
 			File     string   `json:"file"`
 			OK       bool     `json:"ok"`
 			Findings []string `json:"findings"`
-		}{path, len(findings) == 0, findings}); err != nil {
+		}{shown(path), len(findings) == 0, findings}); err != nil {
 			return err
 		}
 	} else {

@@ -157,6 +157,13 @@ dump, leases, info, check, get and ttl open FILE read-only: they never create,
 change or advance anything in it and are safe beside a running application.
 The other commands create FILE when it is missing.
 
+FILE may instead be the URL of a store on a Redis server, as a program's
+state.Open takes it: redis://[user:password@]host:port/db?prefix=app:
+(also rediss:// and redis+cluster://). Every command works on it: the read
+commands only read, info shows the counts, check the stored encoding, and
+sweep deletes nothing, since Redis expires keys itself. Messages show the
+URL without its password.
+
 Exit status: 0 on success; 1 for not found, not swapped, nothing deleted and
 check findings; 2 for errors; 75 when run finds the lease held by another
 owner. run otherwise exits with its command's status.

@@ -59,6 +59,7 @@ func fileError(path string, err error) error {
 
 // fileMessage names path and the cause of err.
 func fileMessage(path string, err error) string {
+	path = shown(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return path + ": no such file"
@@ -96,7 +97,7 @@ func oneLine(s string) string {
 
 // notFound is the exit for a key that is absent or expired.
 func notFound(path, key string) error {
-	return exit(exitNo, "%s: key %s not found", path, quote(key))
+	return exit(exitNo, "%s: key %s not found", shown(path), quote(key))
 }
 
 // isNotFound reports whether err is the library's "not found".

@@ -63,6 +63,9 @@ type infoJSON struct {
 }
 
 func info(a *app, path string, asJSON bool) (err error) {
+	if isURL(path) {
+		return infoURL(a, path, asJSON)
+	}
 	// Sizes first: a read-only open of a WAL file without a -wal makes
 	// SQLite create an empty one.
 	fi, err := os.Stat(path)
@@ -138,4 +141,41 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// infoURLJSON is what info --json prints for a store on a server.
+type infoURLJSON struct {
+	URL              string    `json:"url"`
+	Keys             int64     `json:"keys"`
+	KeysWithDeadline int64     `json:"keys_with_deadline"`
+	Leases           int64     `json:"leases_held"`
+	LeaseNames       int64     `json:"lease_names"`
+	ServerTime       time.Time `json:"server_time"`
+}
+
+// infoURL is info for a store on a server: its counts and the server's
+// time, which its deadlines follow. A server has no file sizes, pages or
+// high-water mark.
+func infoURL(a *app, url string, asJSON bool) (err error) {
+	db, err := openRead(url)
+	if err != nil {
+		return err
+	}
+	defer closeDB(db, url, &err)
+	s, err := db.Stats(context.Background())
+	if err != nil {
+		return fileError(url, err)
+	}
+	if asJSON {
+		return newJSONLines(a.stdout).write(infoURLJSON{
+			URL: shown(url), Keys: s.Keys, KeysWithDeadline: s.KeysWithDeadline,
+			Leases: s.Leases, LeaseNames: s.LeaseNames, ServerTime: s.Now.UTC(),
+		})
+	}
+	t := newTable(a.stdout, a.tty)
+	t.row("url", text(shown(url)))
+	t.row("keys", fmt.Sprintf("%d live, %d with a deadline", s.Keys, s.KeysWithDeadline))
+	t.row("leases", fmt.Sprintf("%d held, %d %s", s.Leases, s.LeaseNames, plural(s.LeaseNames, "name", "names")))
+	t.row("server time", s.Now.UTC().Format("2006-01-02T15:04:05.000Z"))
+	return t.flush()
 }

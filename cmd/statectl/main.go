@@ -10,6 +10,10 @@
 // read-only: they never create, change or advance anything in it and are
 // safe beside a running application. Write commands create a missing file.
 //
+// Where a file goes, a URL of a store on a Redis server works too:
+//
+//	statectl get 'redis://:password@10.0.0.5:6379/0?prefix=app:' hits
+//
 // Exit status: 0 on success; 1 for "not found", "not swapped", "nothing
 // deleted" and check findings; 2 for errors (one line on stderr naming the
 // file and the cause); 75 when run finds the lease held by another owner.
@@ -25,6 +29,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	_ "github.com/statekit/statekit/redisstate" // redis:// URLs
 )
 
 func main() {

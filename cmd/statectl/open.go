@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/statekit/statekit/state"
 )
@@ -11,6 +13,9 @@ import (
 // openRead opens path read-only: a missing file is an error, never created,
 // and nothing in the file is changed or advanced.
 func openRead(path string) (*state.DB, error) {
+	if isURL(path) {
+		return openURL(path)
+	}
 	if err := notADirectory(path); err != nil {
 		return nil, err
 	}
@@ -37,6 +42,9 @@ func openRead(path string) (*state.DB, error) {
 // openWrite opens path for writing, creating it when missing. statectl
 // starts no background sweeper: sweep is a command of its own.
 func openWrite(path string, opts ...state.Option) (*state.DB, error) {
+	if isURL(path) {
+		return openURL(path, opts...)
+	}
 	if err := notADirectory(path); err != nil {
 		return nil, err
 	}
@@ -85,4 +93,32 @@ func notADirectory(path string) error {
 		return exit(exitError, "%s: is a directory", path)
 	}
 	return nil
+}
+
+// isURL reports whether path names a store on a server (redis://...)
+// rather than a file.
+func isURL(path string) bool {
+	i := strings.Index(path, "://")
+	return i > 0 && !strings.ContainsAny(path[:i], "/\\")
+}
+
+// shown is path as messages show it: a URL without its password.
+func shown(path string) string {
+	if !isURL(path) {
+		return path
+	}
+	if u, err := url.Parse(path); err == nil {
+		return u.Redacted()
+	}
+	return path
+}
+
+// openURL opens a store on a server. There is no read-only open of a
+// server: the read commands only read.
+func openURL(url string, opts ...state.Option) (*state.DB, error) {
+	db, err := state.Open(url, append([]state.Option{state.WithoutBackground()}, opts...)...)
+	if err != nil {
+		return nil, exit(exitError, "%s", oneLine(unprefix(err.Error())))
+	}
+	return db, nil
 }
