@@ -113,6 +113,44 @@ var expiryCases = []verbCase{
 		e.noExpiry("i", "the old deadline is gone with the old value")
 	}},
 
+	{"expiry/absent-once-the-store-time-passes-the-deadline", func(t *testing.T, e *env) {
+		// No poll of the verbs here: once the store's own time (db.Now)
+		// is past a deadline, the key is absent to every verb at once,
+		// swept or not.
+		before := e.db.Now()
+		e.set("k", "v", state.TTL(short))
+		e.set("i", 7, state.TTL(short))
+		_, err := e.db.Incr(e.ctx, "n", state.TTL(short))
+		require.NoError(t, err)
+		ok, err := e.db.CAS(e.ctx, "c", nil, "x", state.TTL(short))
+		require.NoError(t, err)
+		require.True(t, ok)
+		e.set("e", "y")
+		ok, err = e.db.Expire(e.ctx, "e", short)
+		require.NoError(t, err)
+		require.True(t, ok)
+		e.set("live", "z")
+		after := e.db.Now()
+		require.False(t, after.Before(before), "the store's time went back")
+		e.waitPast(after.Add(short))
+
+		keys := []string{"k", "i", "n", "c", "e"}
+		for _, k := range keys {
+			_, err := e.db.Get(e.ctx, k)
+			assert.ErrorIs(t, err, state.ErrNotFound, "Get %q past its deadline", k)
+			_, err = e.db.TTL(e.ctx, k)
+			assert.ErrorIs(t, err, state.ErrNotFound, "TTL %q past its deadline", k)
+		}
+		assert.Equal(t, []string{"live"}, e.scanKeys("", false), "Scan past the deadlines")
+		s, err := e.db.Stats(e.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), s.Keys, "Stats.Keys past the deadlines")
+		assert.Zero(t, s.KeysWithDeadline, "Stats.KeysWithDeadline past the deadlines")
+		n, err := e.db.Del(e.ctx, append(keys, "live")...)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "Del counts only the live key")
+	}},
+
 	{"expiry/expired-bytes-is-absent-to-incr", func(t *testing.T, e *env) {
 		since := time.Now()
 		e.set("s", "text", state.TTL(short))

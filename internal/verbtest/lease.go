@@ -2,6 +2,8 @@ package verbtest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,6 +170,65 @@ var leaseCases = []verbCase{
 		assert.Equal(t, l.Token+1, after.Token, "once expired, the same owner gets a new grant")
 		assert.ErrorIs(t, e.db.Release(e.ctx, l), state.ErrLeaseLost, "the old grant stays lost")
 		require.NoError(t, e.db.Release(e.ctx, after))
+	}},
+
+	{"lease/free-once-the-store-time-passes-the-deadline", func(t *testing.T, e *env) {
+		l := e.lease("job", "a", short)
+		e.waitPast(l.Expires)
+		next := e.lease("job", "b", time.Minute)
+		assert.Equal(t, l.Token+1, next.Token, "free at once past its deadline, with the next token")
+		ls := e.leases(true)
+		require.Len(t, ls, 1)
+		assert.Equal(t, "b", ls[0].Owner)
+		assert.Equal(t, state.LeaseHeld, ls[0].Status)
+	}},
+
+	{"lease/contended-grant", func(t *testing.T, e *env) {
+		// Goroutines on two handles race for one name: exactly one wins,
+		// every other sees the winner in its LeaseHeldError.
+		handles := []*state.DB{e.db, e.other()}
+		const perHandle = 8
+		type result struct {
+			owner string
+			l     *state.Lease
+			err   error
+		}
+		results := make(chan result, len(handles)*perHandle)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for h, db := range handles {
+			for g := range perHandle {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					owner := fmt.Sprintf("h%d-g%d", h, g)
+					<-start
+					l, err := db.Lease(e.ctx, "job", owner, time.Hour)
+					results <- result{owner, l, err}
+				}()
+			}
+		}
+		close(start)
+		wg.Wait()
+		close(results)
+		var winners []*state.Lease
+		var heldBy []string
+		for r := range results {
+			if r.err == nil {
+				winners = append(winners, r.l)
+				continue
+			}
+			var held *state.LeaseHeldError
+			if assert.ErrorAs(t, r.err, &held, r.owner) {
+				heldBy = append(heldBy, held.Owner)
+			}
+		}
+		require.Len(t, winners, 1, "exactly one grant")
+		assert.Equal(t, int64(1), winners[0].Token)
+		assert.Len(t, heldBy, len(handles)*perHandle-1)
+		for _, o := range heldBy {
+			assert.Equal(t, winners[0].Owner, o, "every loser names the winner")
+		}
 	}},
 
 	{"lease/held-error-text", func(t *testing.T, e *env) {
