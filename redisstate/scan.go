@@ -94,11 +94,11 @@ func (s *store) serverNow(ctx context.Context) (int64, error) {
 type rawKey struct {
 	key  string // the statekit key
 	val  string
-	pttl int64
+	at   int64 // the deadline, ms since the epoch; -1 for none
 	err  error // the GET's error reply (WRONGTYPE)
 }
 
-// readKeys reads the values and PTTLs of Redis keys (all under prefix+"k:")
+// readKeys reads the values and deadlines of Redis keys (all under prefix+"k:")
 // and the server time; keys gone since the listing are left out.
 func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
 	now, err := s.serverNow(ctx)
@@ -106,11 +106,16 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		return nil, 0, err
 	}
 	gets := make([]*redis.StringCmd, len(rkeys))
-	ttls := make([]*redis.DurationCmd, len(rkeys))
+	ats := make([]*redis.Cmd, len(rkeys))
+	old := s.noExpireTime.Load()
 	_, err = s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range rkeys {
 			gets[i] = p.Get(ctx, k)
-			ttls[i] = p.PTTL(ctx, k)
+			if old {
+				ats[i] = p.Do(ctx, "PTTL", k)
+			} else {
+				ats[i] = p.Do(ctx, "PEXPIRETIME", k)
+			}
 		}
 		return nil
 	})
@@ -124,16 +129,27 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		if errors.Is(gerr, redis.Nil) {
 			continue
 		}
-		d, terr := ttls[i].Result()
+		if gerr != nil && isNetError(gerr) {
+			return nil, 0, s.fail(ctx, gerr, reads)
+		}
+		at, terr := ats[i].Int64()
+		if terr != nil && !old && strings.Contains(strings.ToLower(terr.Error()), "unknown command") {
+			s.noExpireTime.Store(true) // before Redis 7: read PTTL
+			return s.readKeys(ctx, rkeys)
+		}
 		if terr != nil && gerr == nil {
 			return nil, 0, s.fail(ctx, terr, reads)
 		}
-		r := rawKey{key: k[base:], val: v, pttl: -1, err: gerr}
-		if gerr == nil && d >= 0 {
-			r.pttl = d.Milliseconds()
+		r := rawKey{key: k[base:], val: v, at: -1, err: gerr}
+		switch {
+		case gerr != nil || at < 0:
+		case old:
+			r.at = now + at
+		default:
+			r.at = at
 		}
-		if gerr != nil && isNetError(gerr) {
-			return nil, 0, s.fail(ctx, gerr, reads)
+		if r.at >= 0 && r.at <= now {
+			continue // at its deadline: gone, as live_get says
 		}
 		out = append(out, r)
 	}
@@ -161,9 +177,9 @@ func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn
 				return fmt.Errorf("key %q: %w", r.key, err)
 			}
 			k := state.KeyInfo{Key: r.key, Value: v, Left: state.NoExpiry}
-			if r.pttl >= 0 {
-				k.Expires = time.UnixMilli(now + r.pttl)
-				k.Left = time.Duration(r.pttl) * time.Millisecond
+			if r.at >= 0 {
+				k.Expires = time.UnixMilli(r.at)
+				k.Left = time.Duration(r.at-now) * time.Millisecond
 			}
 			if err := fn(k); err != nil {
 				return err
@@ -293,7 +309,7 @@ func (s *store) Stats(ctx context.Context) (state.Stats, error) {
 		}
 		for _, r := range page {
 			st.Keys++
-			if r.err == nil && r.pttl >= 0 {
+			if r.err == nil && r.at >= 0 {
 				st.KeysWithDeadline++
 			}
 		}

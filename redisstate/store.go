@@ -32,6 +32,8 @@ type store struct {
 	clock   clock
 	durable atomic.Bool // the durability check passed once
 
+	noExpireTime atomic.Bool // the server has no PEXPIRETIME (before Redis 7)
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -208,7 +208,7 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 	}
 	r := reply(res)
 	found, err1 := r.int(1)
-	pttl, err2 := r.int(2)
+	at, err2 := r.int(2)
 	v, err3 := r.str(0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, t.fail(err)
@@ -216,8 +216,8 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 	ks = &keyState{read: true}
 	if found == 1 {
 		ks.exists, ks.wasLive, ks.val = true, true, v
-		if pttl >= 0 {
-			ks.deadline = r.now() + pttl
+		if at > 0 {
+			ks.deadline = at
 		}
 		ks.readDl = ks.deadline
 	}

@@ -288,6 +288,7 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 		return
 	}
 	_ = s.cmd.Process.Signal(sig)
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
 	select {
 	case <-s.done:
 	case <-time.After(startWait):
@@ -295,6 +296,31 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 		<-s.done
 	}
 	s.cmd = nil
+}
+
+// Pause stops the server with SIGSTOP: it keeps its connections and
+// answers nothing, as a hung host would, until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// PID returns the server's process id, or 0 when it is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Restart starts the server again, after Kill or Stop, on the same port and

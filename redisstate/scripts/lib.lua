@@ -24,6 +24,16 @@ local function live_get(key)
   return v
 end
 
+-- deadline_of returns a live key's deadline in ms since the epoch, or -1
+-- for none: PEXPIRETIME where the server has it (Redis 7), else now + PTTL.
+local function deadline_of(key, now)
+  local at = redis.pcall('PEXPIRETIME', key)
+  if type(at) == 'number' then return at end
+  local p = redis.call('PTTL', key)
+  if p < 0 then return -1 end
+  return now + p
+end
+
 local function fmt_ms(n)
   return string.format('%d', n)
 end

@@ -1,0 +1,148 @@
+package redisstate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/internal/redistest"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpenRefusesBadURLs(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithoutPersistence())
+	base := "redis://:hunter2@" + srv.Addr()
+	for _, c := range []struct{ url, says string }{
+		{base + "/0?bogus=1", "bogus"},
+		{base + "/abc", "database number"},
+		{base + "/-1", "database number"},
+		{base + "/0?prefix=a&prefix=b", "prefix"},
+		{base + "/0?allow_unsafe_leases=maybe", "allow_unsafe_leases"},
+		{base + "/0?max_retries=3", "max_retries"},
+		{base + "/0?dial_timeout=soon", "dial_timeout"},
+		{"redis://:hunter2@h1:1,h2:2/0", "redis+cluster"},
+		{"redis+cluster://:hunter2@" + srv.Addr() + "/3", "database 0"},
+	} {
+		db, err := state.Open(c.url)
+		if db != nil {
+			_ = db.Close()
+		}
+		require.Error(t, err, c.url)
+		assert.ErrorIs(t, err, state.ErrInvalidArgument, c.url)
+		assert.Contains(t, err.Error(), c.says, c.url)
+		assert.NotContains(t, err.Error(), "hunter2", "the password stays out of errors")
+	}
+	// A database the server does not have.
+	_, err := state.Open(srv.URL("t:") + "&dial_timeout=2s")
+	require.NoError(t, err)
+	_, err = state.Open(strings.Replace(srv.URL("t:"), "/0?", "/99?", 1))
+	require.ErrorIs(t, err, state.ErrInvalidArgument)
+}
+
+func TestOpenWrongPassword(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithPassword("right-one"), redistest.WithoutPersistence())
+	ok := openURL(t, srv.URL("t:"))
+	require.NoError(t, ok.Set(ctxT(t), "k", 1))
+	for _, url := range []string{
+		"redis://:wrong-one@" + srv.Addr() + "/0",
+		"redis://wrong-one@" + srv.Addr() + "/0",
+		"redis://" + srv.Addr() + "/0",
+	} {
+		_, err := state.Open(url)
+		require.ErrorIs(t, err, state.ErrUnavailable, url)
+		assert.Contains(t, err.Error(), srv.Addr())
+		// What redisstate says, after state.Open's "open <url>: ".
+		_, own, _ := strings.Cut(err.Error(), "/0: ")
+		assert.NotContains(t, own, "wrong-one")
+	}
+	// redis-cli's form without a colon is the password alone.
+	db := openURL(t, "redis://right-one@"+srv.Addr()+"/0?prefix=t:")
+	v, err := db.Get(ctxT(t), "k")
+	require.NoError(t, err)
+	assert.Equal(t, "1", v.String())
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	start := time.Now()
+	_, err = state.Open("redis://" + addr + "/0?dial_timeout=2s")
+	require.ErrorIs(t, err, state.ErrUnavailable)
+	assert.Contains(t, err.Error(), addr)
+	assert.Less(t, time.Since(start), 30*time.Second)
+}
+
+func TestDatabasesAndPrefixesAreApart(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxT(t)
+	u1 := strings.Replace(srv.URL("p:"), "/0?", "/1?", 1)
+	u2 := strings.Replace(srv.URL("p:"), "/0?", "/2?", 1)
+	db1, db2 := openURL(t, u1), openURL(t, u2)
+	other := openURL(t, strings.Replace(u1, "prefix=p%3A", "prefix=q%3A", 1))
+	require.NoError(t, db1.Set(ctx, "k", "one"))
+	_, err := db2.Get(ctx, "k")
+	assert.ErrorIs(t, err, state.ErrNotFound, "database 2 is not database 1")
+	_, err = other.Get(ctx, "k")
+	assert.ErrorIs(t, err, state.ErrNotFound, "prefix q: is not prefix p:")
+	assert.Equal(t, ":0", redisCmd(t, srv, "DBSIZE"), "database 0 untouched")
+}
+
+func TestServerGoneIsUnavailable(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	srv.Kill()
+	for _, verb := range []func(context.Context) error{
+		func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
+		func(ctx context.Context) error { return db.Set(ctx, "k", 2) },
+		func(ctx context.Context) error { _, err := db.Incr(ctx, "k"); return err },
+		func(ctx context.Context) error {
+			return db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 3) })
+		},
+	} {
+		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := verb(vctx)
+		cancel()
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, state.ErrUnavailable) || errors.Is(err, state.ErrOutcomeUnknown), "%v", err)
+		assert.Contains(t, err.Error(), srv.Addr())
+	}
+	srv.Restart()
+	eventually(t, "the store answers again", func() bool {
+		v, err := db.Get(ctx, "k")
+		return err == nil && v.String() == "1"
+	})
+}
+
+func TestContextDeadlineOnHungServer(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	srv.Pause()
+	defer srv.Resume()
+	for name, verb := range map[string]func(context.Context) error{
+		"get":    func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
+		"incr":   func(ctx context.Context) error { _, err := db.Incr(ctx, "k"); return err },
+		"lease":  func(ctx context.Context) error { _, err := db.Lease(ctx, "l", "a", time.Second); return err },
+		"update": func(ctx context.Context) error { return db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 3) }) },
+		"scan":   func(ctx context.Context) error { return db.Scan(ctx, "", false, func(state.KeyInfo) error { return nil }) },
+	} {
+		vctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		start := time.Now()
+		err := verb(vctx)
+		took := time.Since(start)
+		cancel()
+		require.Error(t, err, name)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, name)
+		assert.Less(t, took, 2*time.Second, "%s returns by its deadline (+ scheduling)", name)
+		if name == "incr" {
+			assert.ErrorIs(t, err, state.ErrOutcomeUnknown, "an increment sent and not answered may have counted")
+		}
+	}
+}
