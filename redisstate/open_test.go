@@ -127,11 +127,15 @@ func TestContextDeadlineOnHungServer(t *testing.T) {
 	srv.Pause()
 	defer srv.Resume()
 	for name, verb := range map[string]func(context.Context) error{
-		"get":    func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
-		"incr":   func(ctx context.Context) error { _, err := db.Incr(ctx, "k"); return err },
-		"lease":  func(ctx context.Context) error { _, err := db.Lease(ctx, "l", "a", time.Second); return err },
-		"update": func(ctx context.Context) error { return db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 3) }) },
-		"scan":   func(ctx context.Context) error { return db.Scan(ctx, "", false, func(state.KeyInfo) error { return nil }) },
+		"get":   func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
+		"incr":  func(ctx context.Context) error { _, err := db.Incr(ctx, "k"); return err },
+		"lease": func(ctx context.Context) error { _, err := db.Lease(ctx, "l", "a", time.Second); return err },
+		"update": func(ctx context.Context) error {
+			return db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 3) })
+		},
+		"scan": func(ctx context.Context) error {
+			return db.Scan(ctx, "", false, func(state.KeyInfo) error { return nil })
+		},
 	} {
 		vctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		start := time.Now()

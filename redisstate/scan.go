@@ -92,10 +92,10 @@ func (s *store) serverNow(ctx context.Context) (int64, error) {
 
 // rawKey is one key as a page read it.
 type rawKey struct {
-	key  string // the statekit key
-	val  string
-	at   int64 // the deadline, ms since the epoch; -1 for none
-	err  error // the GET's error reply (WRONGTYPE)
+	key string // the statekit key
+	val string
+	at  int64 // the deadline, ms since the epoch; -1 for none
+	err error // the GET's error reply (WRONGTYPE)
 }
 
 // readKeys reads the values and deadlines of Redis keys (all under prefix+"k:")
