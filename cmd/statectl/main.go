@@ -30,10 +30,14 @@ import (
 	"os"
 	"sync"
 
+	"github.com/redis/go-redis/v9/logging"
 	_ "github.com/statekit/statekit/redisstate" // redis:// URLs
 )
 
 func main() {
+	// statectl says what failed in one line of its own; the Redis client
+	// would also log each failed dial.
+	logging.Disable()
 	a := &app{
 		stdin:  os.Stdin,
 		stdout: os.Stdout,
