@@ -1,6 +1,7 @@
 package redisstate_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -181,4 +182,32 @@ func TestUpdateKeepsConflictingBusy(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrBusy)
 	assert.Contains(t, err.Error(), "kept changing")
 	assert.Equal(t, 32, attempts)
+}
+
+func TestUpdateLostAtExecIsOutcomeUnknown(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	uctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := db.Update(uctx, func(tx *state.Tx) error {
+		if _, err := tx.Get("k"); err != nil {
+			return err
+		}
+		srv.Pause() // the server hangs before EXEC
+		return tx.Set("k", 2)
+	})
+	srv.Resume()
+	require.ErrorIs(t, err, state.ErrOutcomeUnknown)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	err = db.Update(ctx, func(tx *state.Tx) error {
+		if _, err := tx.Get("k"); err != nil {
+			return err
+		}
+		srv.Kill() // the connection is gone at EXEC
+		return tx.Set("k", 3)
+	})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, state.ErrOutcomeUnknown) || errors.Is(err, state.ErrUnavailable), "%v", err)
 }
