@@ -24,6 +24,9 @@
 //	                         lease:... at the top of the database)
 //	allow_unsafe_leases=true grant leases on a server that may lose an
 //	                         acknowledged write (see Leases below)
+//	wait_replicas=N          after each lease grant, wait (Redis WAIT, up
+//	                         to 1 s or the context's deadline) until N
+//	                         replicas have it (see Leases below)
 //
 // Every other parameter is go-redis's (dial_timeout, read_timeout,
 // write_timeout, pool_size, client_name, protocol, skip_verify, ...; see
@@ -114,10 +117,18 @@
 // repeat after a crash. The check cannot see a server whose settings are
 // changed after it.
 //
-// Replicas do not make grants safer: Redis replicates asynchronously, so a
-// failover can promote a replica that never saw the newest grant, which
-// the new master then hands out again. Waiting for replicas (WAIT) after a
-// grant is not provided by this package. In a cluster the same holds per
+// Replicas do not make grants safer by themselves: Redis replicates
+// asynchronously, so a failover can promote a replica that never saw the
+// newest grant, which the new master then hands out again. With
+// wait_replicas=N, a grant (by Lease, or by a lease inside Update) is
+// followed by WAIT N on the same connection, and unless N replicas
+// acknowledged it within 1 s (or by the context's deadline) the call
+// fails with state.ErrOutcomeUnknown: the master granted it, a failover
+// could lose it, and a retry by the same owner is safe (it gets the same
+// token). WAIT narrows the window but is not consensus: a failover to a
+// replica that did not acknowledge remains possible, so a deployment that
+// needs tokens never to repeat across failovers also wants the failover
+// to pick the most up-to-date replica. In a cluster the same holds per
 // master: each lease lives on the master of its slot.
 //
 // # Errors

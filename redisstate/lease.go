@@ -77,7 +77,13 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if err := s.checkDurable(ctx); err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, leaseScript, writes, []string{s.leaseOf(name)}, owner, ttl)
+	var r reply
+	var err error
+	if s.cfg.waitReplicas > 0 {
+		r, err = s.leaseAndWait(ctx, name, owner, ttl)
+	} else {
+		r, err = s.run(ctx, leaseScript, writes, []string{s.leaseOf(name)}, owner, ttl)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,5 +144,58 @@ func (s *store) Release(ctx context.Context, l *state.Lease) error {
 		return err
 	}
 	l.Expires = time.UnixMilli(r.now())
+	return nil
+}
+
+// waitTimeout bounds how long a grant waits for its replicas (WAIT), unless
+// the caller's context ends sooner.
+const waitTimeout = time.Second
+
+// leaseAndWait runs the lease script and then WAIT, on one connection (WAIT
+// counts the replicas that acknowledged that connection's writes).
+func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64) (reply, error) {
+	if s.closed.Load() {
+		return nil, state.ErrClosed
+	}
+	rkey := s.leaseOf(name)
+	c, err := s.client(ctx, rkey)
+	if err != nil {
+		return nil, s.fail(ctx, err, reads)
+	}
+	conn := c.Conn()
+	defer conn.Close()
+	res, err := leaseScript.Run(ctx, conn, []string{rkey}, owner, ttl).Slice()
+	if err != nil {
+		return nil, s.fail(ctx, err, writes)
+	}
+	r := reply(res)
+	s.clock.observe(r.now())
+	if code, _ := r.int(0); code != codeOK {
+		return r, nil
+	}
+	if err := s.waitReplicas(ctx, conn); err != nil {
+		token, _ := r.str(1)
+		return nil, fmt.Errorf("lease granted with token %s on the master, but: %w", token, err)
+	}
+	return r, nil
+}
+
+// waitReplicas sends WAIT on conn, after a grant, and returns an error
+// wrapping ErrOutcomeUnknown unless wait_replicas replicas acknowledged
+// the connection's writes in time.
+func (s *store) waitReplicas(ctx context.Context, conn *redis.Conn) error {
+	timeout := waitTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)-10*time.Millisecond)
+	}
+	ms := max(timeout.Milliseconds(), 1)
+	n, err := conn.Do(ctx, "WAIT", s.cfg.waitReplicas, ms).Int64()
+	if err != nil {
+		return s.fail(ctx, err, writes)
+	}
+	if n < int64(s.cfg.waitReplicas) {
+		return fmt.Errorf("%w: only %d of the %d replicas asked for (wait_replicas) acknowledged it within %v: a failover now could hand the token out again (a retry by the same owner is safe)",
+			state.ErrOutcomeUnknown, n, s.cfg.waitReplicas, time.Duration(ms)*time.Millisecond)
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package redisstate_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +128,27 @@ func TestLeaseDurabilityUnverifiable(t *testing.T) {
 	_, err := db.Lease(ctx, "x", "a", time.Minute)
 	require.ErrorIs(t, err, state.ErrNotDurable)
 	assert.Contains(t, err.Error(), "cannot be verified")
+}
+
+func TestLeaseWaitsForReplicas(t *testing.T) {
+	master := redistest.Start(t)
+	ctx := ctxT(t)
+	alone := openURL(t, master.URL("t:")+"&wait_replicas=1")
+	start := time.Now()
+	_, err := alone.Lease(ctx, "x", "a", time.Minute)
+	require.ErrorIs(t, err, state.ErrOutcomeUnknown, "no replica acknowledged the grant")
+	assert.Contains(t, err.Error(), "0 of the 1 replicas")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	err = alone.Update(ctx, func(tx *state.Tx) error { _, err := tx.Lease("y", "a", time.Minute); return err })
+	require.ErrorIs(t, err, state.ErrOutcomeUnknown)
+
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	redistest.Start(t, redistest.WithArgs("--replicaof", host, port))
+	var l *state.Lease
+	eventually(t, "a grant acknowledged by the replica", func() bool {
+		l, err = alone.Lease(ctx, "x", "a", time.Minute)
+		return err == nil
+	})
+	assert.EqualValues(t, 1, l.Token, "the same owner's retry got the same token")
+	require.NoError(t, alone.Update(ctx, func(tx *state.Tx) error { _, err := tx.Lease("y", "a", time.Minute); return err }))
 }

@@ -85,6 +85,9 @@ type tx struct {
 	order  []string // Redis keys in the order first written
 	broken error    // a failure that keeps the transaction from committing
 	execd  bool
+	// granted: a lease was granted; with wait_replicas the commit
+	// waits for the replicas (WAIT) before Update returns.
+	granted bool
 }
 
 // keyState is the transaction's view of one key.
@@ -112,10 +115,11 @@ func (t *tx) close() {
 	if t.conn == nil {
 		return
 	}
-	if !t.execd {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), time.Second)
-		_ = t.conn.Do(ctx, "UNWATCH").Err()
-		cancel()
+	if !t.execd && ctxDone(t.ctx) == nil {
+		// Within the caller's deadline only: a connection given back
+		// still watching keys costs its next transaction at most one
+		// needless retry (EXEC clears every WATCH).
+		_ = t.conn.Do(t.ctx, "UNWATCH").Err()
 	}
 	_ = t.conn.Close()
 }
@@ -424,6 +428,7 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 		ls.token++
 	}
 	ls.exists, ls.owner, ls.expires, ls.dirty = true, owner, t.now+ttl, true
+	t.granted = true
 	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(ls.expires)}, nil
 }
 
@@ -504,6 +509,12 @@ func (t *tx) commit() error {
 		if !strings.Contains(err.Error(), "transaction") {
 			err = fmt.Errorf("%w (the transaction's EXEC)", err)
 		}
+		return err
 	}
-	return err
+	if t.granted && t.s.cfg.waitReplicas > 0 {
+		if err := t.s.waitReplicas(t.ctx, t.conn); err != nil {
+			return fmt.Errorf("the transaction committed a lease grant, but: %w", err)
+		}
+	}
+	return nil
 }

@@ -18,18 +18,19 @@ const defaultDialTimeout = 5 * time.Second
 
 // config is what a URL says.
 type config struct {
-	scheme      string
-	prefix      string // namespaces every Redis key of the store
-	allowUnsafe bool   // allow_unsafe_leases=true
-	addr        string // host:port, or the cluster's seeds joined by commas, for errors
-	dialTimeout time.Duration
-	single      *redis.Options
-	cluster     *redis.ClusterOptions
+	scheme       string
+	prefix       string // namespaces every Redis key of the store
+	allowUnsafe  bool   // allow_unsafe_leases=true
+	waitReplicas int    // wait_replicas=N: a grant waits for N replicas (WAIT)
+	addr         string // host:port, or the cluster's seeds joined by commas, for errors
+	dialTimeout  time.Duration
+	single       *redis.Options
+	cluster      *redis.ClusterOptions
 }
 
 // ownParams are the query parameters this package reads itself and strips
 // before go-redis parses the rest.
-var ownParams = []string{"prefix", "allow_unsafe_leases"}
+var ownParams = []string{"prefix", "allow_unsafe_leases", "wait_replicas"}
 
 // refusedParams are go-redis parameters a statekit store refuses: a
 // command go-redis resent after a lost reply could be applied twice.
@@ -88,6 +89,13 @@ func parseURL(raw string) (*config, error) {
 			return nil, invalid("allow_unsafe_leases=%q: want true or false", s)
 		}
 		c.allowUnsafe = b
+	}
+	if s := q.Get("wait_replicas"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, invalid("wait_replicas=%q: want a number of replicas, 0 or more", s)
+		}
+		c.waitReplicas = n
 	}
 	for _, name := range ownParams {
 		q.Del(name)
