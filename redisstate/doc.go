@@ -15,7 +15,8 @@
 // redis://user:pw@host, and redis://pw@host (no colon) is the password
 // alone. /N selects database N (0 when absent; a cluster has only 0). The
 // cluster's seed addresses are the comma-separated hosts, and addr=host:port
-// parameters add more; every master is found from them.
+// parameters add more; every master is found from them. TLS to a cluster
+// (a rediss+cluster:// scheme) is not provided.
 //
 // Parameters of this package, stripped before go-redis reads the rest:
 //
