@@ -135,10 +135,10 @@ var leaseCases = []verbCase{
 	}},
 
 	{"lease/expiry-frees-with-next-token", func(t *testing.T, e *env) {
+		start := time.Now() // before the grant: its deadline is at least short after this
 		l := e.lease("job", "a", short)
 		assert.Equal(t, int64(1), l.Token)
 		// Another owner polls until the lease is free: meanwhile it is held.
-		start := time.Now()
 		var next *state.Lease
 		for next == nil {
 			got, err := e.db.Lease(e.ctx, "job", "b", time.Minute)
