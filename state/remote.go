@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -96,13 +95,30 @@ func urlScheme(path string) string {
 	return strings.ToLower(s)
 }
 
-// redactURL returns the URL with its password replaced, for errors and Path.
+// redactURL returns the URL with its password replaced, for errors and
+// Path. It works on the text, so a URL that does not parse is redacted
+// too, and so is a lone user name, which redis-cli reads as the password
+// (redis://secret@host).
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	i := strings.Index(raw, "://")
+	if i < 0 {
 		return raw
 	}
-	return u.Redacted()
+	rest := raw[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	info := "xxxxx"
+	if hasPass {
+		info = user + ":xxxxx"
+	}
+	return raw[:i+3] + info + rest[at:]
 }
 
 // openRemote opens a URL through the backend registered for its scheme.
@@ -260,9 +276,10 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 func (db *DB) closeRemote() error {
 	db.bg.stop(db)
 	d, open := db.buf.close()
-	if !open || db.rclosed.Swap(true) {
+	if !open {
 		return db.named("close", "", ErrClosed)
 	}
-	flushErr := db.flushTaken(context.Background(), d, false)
+	flushErr := db.flushTaken(context.Background(), d, false) // before rclosed, which refuses it
+	db.rclosed.Store(true)
 	return db.closeError(d, nil, flushErr, nil, db.remote.Close())
 }

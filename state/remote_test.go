@@ -51,3 +51,21 @@ func TestQuickstartLinksNoRedisClient(t *testing.T) {
 		assert.False(t, strings.Contains(deps, pkg), "the quickstart links %s", pkg)
 	}
 }
+
+// TestOpenNamesURLWithoutPassword: no form of a URL's password reaches
+// Open's error, a URL that does not parse included.
+func TestOpenNamesURLWithoutPassword(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://:pw@h:6379/0":         "redis://:xxxxx@h:6379/0",
+		"redis://user:pw@h:6379/0?a=b": "redis://user:xxxxx@h:6379/0?a=b",
+		"redis://pw@h:6379":            "redis://xxxxx@h:6379",
+		"redis://u:p@ss@h:1":           "redis://u:xxxxx@h:1",
+		"redis://u:pw@h:badport/0":     "redis://u:xxxxx@h:badport/0",
+		"redis://h:6379/0?prefix=a@b":  "redis://h:6379/0?prefix=a@b",
+	} {
+		_, err := state.Open(raw)
+		require.Error(t, err, raw)
+		assert.True(t, strings.HasPrefix(err.Error(), "open "+want+": "), "%s: %v", raw, err)
+		assert.NotContains(t, err.Error(), "pw", raw)
+	}
+}

@@ -38,6 +38,13 @@ type Tx struct {
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
 // returns it. If fn granted a lease, the commit is durable before Update
 // returns.
+//
+// On a store opened from a URL (redis://), Update is optimistic: it
+// watches what fn reads and commits what fn wrote only if none of it
+// changed meanwhile, else runs fn again. So fn may run more than once and
+// must keep side effects out; after 32 attempts that all conflicted,
+// Update returns ErrBusy. The commit is one MULTI/EXEC: if the connection
+// fails around it, Update returns ErrOutcomeUnknown.
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fn == nil {
 		return db.named("update", "", fmt.Errorf("%w: nil Update callback", ErrInvalidArgument))
