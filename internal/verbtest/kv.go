@@ -95,6 +95,54 @@ var kvCases = []verbCase{
 		assert.Equal(t, big, v.Bytes(), "a value at MaxValueBytes comes back whole")
 	}},
 
+	{"set-get/keys-of-any-text", func(t *testing.T, e *env) {
+		keys := []string{" ", "a b", "line\nbreak", "tab\t", "{tag}", "{tag}x", "a:b:c", "*", "?", "[x]",
+			"\\", "\"quoted\"", "\x01", "\x7f", "emoji 🙂", "日本", "-1", "0", "nil", "key\r\n"}
+		for i, k := range keys {
+			e.set(k, i)
+		}
+		for i, k := range keys {
+			assert.Equal(t, fmt.Sprintf("int:%d", i), e.get(k), "key %q", k)
+			e.noExpiry(k, fmt.Sprintf("key %q", k))
+		}
+		got := e.scanKeys("", false)
+		assert.Len(t, got, len(keys))
+		assert.IsIncreasing(t, got, "byte order")
+		n, err := e.db.Del(e.ctx, keys...)
+		require.NoError(t, err)
+		assert.Equal(t, len(keys), n)
+		e.empty("every key deleted")
+	}},
+
+	{"set-get/keys-and-leases-are-apart", func(t *testing.T, e *env) {
+		e.set("job", "a key named like the lease")
+		l := e.lease("job", "a", time.Hour)
+		assert.Equal(t, int64(1), l.Token, "a key of the same name is not a lease")
+		assert.Equal(t, "bytes:a key named like the lease", e.get("job"), "a grant leaves the key alone")
+		assert.Equal(t, []string{"job"}, e.scanKeys("", true), "Scan lists keys, not leases")
+		ls := e.leases(true)
+		require.Len(t, ls, 1, "Leases lists leases, not keys")
+		assert.Equal(t, "job", ls[0].Name)
+
+		n, err := e.db.Del(e.ctx, "job")
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		_, err = e.db.Lease(e.ctx, "job", "b", time.Minute)
+		assert.ErrorIs(t, err, state.ErrLeaseHeld, "Del of a key does not end a lease of that name")
+		ok, err := e.db.Expire(e.ctx, "job", 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "Expire sees no key named like the lease")
+		_, err = e.db.Incr(e.ctx, "job")
+		require.NoError(t, err)
+		require.NoError(t, e.db.Renew(e.ctx, l, time.Hour), "Incr of a key does not touch a lease")
+		s, err := e.db.Stats(e.ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), s.Keys)
+		assert.Equal(t, int64(1), s.Leases)
+		require.NoError(t, e.db.Release(e.ctx, l))
+		assert.Equal(t, "int:1", e.get("job"), "a release leaves the key alone")
+	}},
+
 	{"get/missing", func(t *testing.T, e *env) {
 		_, err := e.db.Get(e.ctx, "nope")
 		assert.ErrorIs(t, err, state.ErrNotFound)

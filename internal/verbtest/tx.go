@@ -81,6 +81,33 @@ var txCases = []verbCase{
 		assert.ErrorIs(t, err, state.ErrLeaseHeld, "the grant committed")
 	}},
 
+	{"update/deadlines-as-outside", func(t *testing.T, e *env) {
+		e.set("k", "a", state.TTL(time.Hour))
+		e.set("c", 1, state.TTL(time.Hour))
+		require.NoError(t, e.db.Update(e.ctx, func(tx *state.Tx) error {
+			if err := tx.Set("k", 2); err != nil {
+				return err
+			}
+			if left, err := tx.TTL("k"); err != nil || left != state.NoExpiry {
+				return errors.Join(err, fmt.Errorf("tx.Set without TTL keeps a deadline inside the tx: %v", left))
+			}
+			if _, err := tx.Incr("c", state.TTL(time.Minute)); err != nil {
+				return err
+			}
+			if _, err := tx.Incr("new", state.TTL(time.Minute)); err != nil {
+				return err
+			}
+			_, err := tx.IncrBy("new", 1, state.TTL(time.Hour))
+			return err
+		}))
+		assert.Equal(t, "int:2", e.get("k"))
+		e.noExpiry("k", "Tx.Set without TTL drops the deadline")
+		assert.Equal(t, "int:2", e.get("c"))
+		e.ttlWithin("c", time.Hour, "Tx.Incr on an existing key keeps its deadline")
+		assert.Equal(t, "int:2", e.get("new"))
+		e.ttlWithin("new", time.Minute, "Tx.Incr that creates the key gives the TTL; a later one in the tx keeps it")
+	}},
+
 	{"update/lease-verbs-inside", func(t *testing.T, e *env) {
 		var l *state.Lease
 		require.NoError(t, e.db.Update(e.ctx, func(tx *state.Tx) error {
