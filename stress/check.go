@@ -30,6 +30,9 @@ func (d *driver) check(ctx context.Context) error {
 	phase := func(what string) {
 		fmt.Fprintf(d.cfg.Log, "stress: %s (%v)\n", what, time.Since(began).Round(time.Millisecond))
 	}
+	if err := d.readNotes(); err != nil {
+		return err
+	}
 	history, err := d.history()
 	if err != nil {
 		return err
@@ -48,7 +51,11 @@ func (d *driver) check(ctx context.Context) error {
 
 	grants := checks.Grants(history)
 	r.violations(checks.Tokens(grants))
-	d.checkClocks(history)
+	if d.redis != nil {
+		d.checkRedisClocks(history)
+	} else {
+		d.checkClocks(history)
+	}
 	phase("checked tokens and clocks")
 
 	res2, err := openResource(d.resource)
@@ -68,11 +75,16 @@ func (d *driver) check(ctx context.Context) error {
 	r.violations(vs)
 
 	counters := counterKeysIn(history)
-	finals, err := checkFile(ctx, r, d.path, counters)
-	if err != nil {
-		return err
+	var finals map[string]int64
+	if d.redis != nil {
+		finals = d.checkStore(ctx, counters)
+		phase("checked the store")
+	} else {
+		if finals, err = checkFile(ctx, r, d.path, counters); err != nil {
+			return err
+		}
+		phase("checked the file")
 	}
-	phase("checked the file")
 	for _, k := range counters {
 		if final, ok := finals[k]; ok {
 			r.violations(checks.Counter(history, k, final))
@@ -84,7 +96,8 @@ func (d *driver) check(ctx context.Context) error {
 	for _, op := range history {
 		work.add(op)
 	}
-	r.Done = Work{Calls: r.Operations, Kills: r.Kills, Grants: len(grants), Contended: work.contended, Swept: work.swept}
+	r.Done = Work{Calls: r.Operations, Kills: r.Kills, Grants: len(grants), Contended: work.contended, Swept: work.swept,
+		ServerKills: r.ServerKills}
 	r.Sweeps = work.sweeps
 	if !d.cfg.Until.IsZero() && !r.Done.covers(d.cfg.Until) {
 		r.violate(KindShortRun, "the run stopped because %s after %v, having done %s; it was to do %s",
@@ -93,14 +106,34 @@ func (d *driver) check(ctx context.Context) error {
 	return nil
 }
 
+// readNotes reads every worker's notes into d.notes.
+func (d *driver) readNotes() error {
+	d.notes = make([][]note, len(d.procs))
+	for i, p := range d.procs {
+		notes, err := readNotes(p.cfg.Notes)
+		if err != nil {
+			return fmt.Errorf("stress: %w", err)
+		}
+		d.notes[i] = notes
+	}
+	return nil
+}
+
 // history reads every worker's journal. An op a kill left unknown gets
-// the time its process was seen dead as the bound of its outcome. A flush
-// that wrote nothing and put its deltas back (recorded with no
-// increments), and a sweep that deleted nothing (a Del of no keys), are
-// left out.
+// the time its process was seen dead as the bound of its outcome; on
+// Redis, the first time the server was seen dead after its call, when
+// earlier. A flush that wrote nothing and put its deltas back (recorded
+// with no increments), a sweep that deleted nothing (a Del of no keys),
+// and a call the server refused (a refused note) are left out.
 func (d *driver) history() ([]linearizability.Op, error) {
 	journals := make([][]linearizability.Op, 0, len(d.procs))
-	for _, p := range d.procs {
+	for i, p := range d.procs {
+		refused := map[opID]bool{}
+		for _, n := range d.notes[i] {
+			if n.Kind == noteRefused {
+				refused[opID{n.Client, n.Seq}] = true
+			}
+		}
 		f, err := os.Open(p.cfg.Journal)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // killed before it opened its journal
@@ -121,6 +154,16 @@ func (d *driver) history() ([]linearizability.Op, error) {
 			switch {
 			case op.Input.Kind == model.Flush && len(op.Input.Ops) == 0, op.Input.Kind == model.Del && len(op.Input.Keys) == 0:
 				continue // a flush that wrote nothing, a sweep that deleted nothing
+			case op.Unknown && refused[opID{op.Client, op.Seq}]:
+				continue // never applied
+			case op.Unknown && d.redis != nil:
+				// A reply lost to an outage or a timeout, or a call cut by
+				// a kill: on a live server the command may still run after
+				// the error, until its process is gone.
+				if op.Return <= op.Call && p.killed {
+					d.report.Cut++
+				}
+				op.Return = d.redis.boundByOutage(op.Call, p.endNanos)
 			case op.Unknown && op.Return <= op.Call:
 				op.Return = p.endNanos
 				if p.killed {
@@ -166,19 +209,26 @@ func (d *driver) count(history []linearizability.Op) {
 // handle's buffered increments against what its flushes took.
 func (d *driver) checkNotes(history []linearizability.Op) error {
 	r := d.report
-	for _, p := range d.procs {
-		notes, err := readNotes(p.cfg.Notes)
-		if err != nil {
-			return fmt.Errorf("stress: %w", err)
-		}
+	for i, p := range d.procs {
 		buffered := map[string]int64{}
-		for _, n := range notes {
+		for _, n := range d.notes[i] {
 			switch n.Kind {
 			case noteBuffered:
 				buffered[n.Key] += n.Delta
 				r.Buffered++
 			case noteError:
 				r.violate(KindEngineError, "c%d #%d %s: %s", n.Client, n.Seq, n.Op, n.Err)
+			case noteRefused, noteUncertain:
+				if n.Kind == noteRefused {
+					r.Unavailable++
+				} else {
+					r.Uncertain++
+				}
+				if d.redis == nil {
+					r.violate(KindEngineError, "c%d #%d %s: %s", n.Client, n.Seq, n.Op, n.Err)
+				} else {
+					d.checkOutage(n)
+				}
 			default:
 				return fmt.Errorf("stress: %s: a note of unknown kind %q", p.cfg.Notes, n.Kind)
 			}
@@ -234,24 +284,7 @@ func checkFile(ctx context.Context, r *Report, path string, counters []string) (
 	for _, f := range findings {
 		r.violate(KindIntegrity, "%s", f)
 	}
-	finals := map[string]int64{}
-	for _, k := range counters {
-		v, err := db.Get(ctx, k)
-		switch {
-		case errors.Is(err, state.ErrNotFound):
-			finals[k] = 0
-		case err != nil:
-			r.violate(KindIntegrity, "read counter %q: %v", k, err)
-		default:
-			n, ok := v.Int()
-			if !ok {
-				r.violate(KindCounter, "counter %q holds bytes %q", k, v.Bytes())
-				continue
-			}
-			finals[k] = n
-		}
-	}
-	return finals, nil
+	return readCounters(ctx, r, db, counters), nil
 }
 
 // counterKeysIn returns the counter keys the history touches, sorted.
@@ -296,6 +329,15 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 			}
 		}
 		res := linearizability.Check(ops, d.cfg.CheckTimeout)
+		for tries := 0; !res.Ok() && res.Verdict == linearizability.Illegal && d.redis != nil && tries < maxPinned; tries++ {
+			fixed, ok := pinTimes(ops, res.Partition, d.cfg.CheckTimeout)
+			if !ok {
+				break
+			}
+			r.Pinned++
+			ops = fixed
+			res = linearizability.Check(ops, d.cfg.CheckTimeout)
+		}
 		partitions += res.Partitions
 		if res.Ok() {
 			continue
@@ -311,6 +353,10 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 	r.Linearizability = fmt.Sprintf("%s (%d partitions, %d operations, %d epochs)",
 		linearizability.Ok, partitions, len(history), len(epochs))
 }
+
+// maxPinned bounds the failing partitions of one epoch whose unknown ops'
+// times pinTimes looks for.
+const maxPinned = 100
 
 // inEpoch returns the part of op on the keys of epoch e, and whether there
 // is one. A call without a key (Sweep) is in every epoch. A worker's calls

@@ -9,12 +9,21 @@ import (
 	"github.com/statekit/statekit/internal/bugs"
 )
 
-// Config says how hard and how long a run attacks the file.
+// Config says how hard and how long a run attacks the file, or a Redis
+// server (Redis).
 type Config struct {
 	// Dir holds the run's files: the state file, the fenced resource, one
-	// journal and one stderr log per worker, and porcupine's HTML view of a
-	// failure. It must exist; Run leaves it as it is for inspection.
+	// journal and one stderr log per worker, porcupine's HTML view of a
+	// failure and, for a Redis run with a server of its own, the server's
+	// directory (redis/). It must exist; Run leaves it as it is for
+	// inspection.
 	Dir string
+	// Redis, when not nil, attacks a Redis server instead of a file: the
+	// workers open a redis:// URL (the binary must import
+	// github.com/statekit/statekit/redisstate), and the driver SIGKILLs
+	// and restarts the server too. See the package doc for what the
+	// checks become.
+	Redis *Redis
 	// Processes is how many workers run at once (DefaultProcesses if 0).
 	Processes int
 	// Goroutines is how many goroutines of each worker call verbs at once,
@@ -82,8 +91,12 @@ type Work struct {
 	Contended int
 	// Swept counts the expired keys deleted by sweeps the history records:
 	// on the real clock the background and inline sweeps, on the stepped
-	// clock the Sweep calls.
+	// clock the Sweep calls. A Redis run has none: the server expires keys
+	// itself.
 	Swept int
+	// ServerKills counts the SIGKILLs of the Redis server, each followed by
+	// a restart on the same port and directory.
+	ServerKills int
 }
 
 // IsZero reports whether w asks for nothing.
@@ -92,14 +105,41 @@ func (w Work) IsZero() bool { return w == Work{} }
 // covers reports whether w is at least want in every count.
 func (w Work) covers(want Work) bool {
 	return w.Calls >= want.Calls && w.Kills >= want.Kills && w.Grants >= want.Grants &&
-		w.Contended >= want.Contended && w.Swept >= want.Swept
+		w.Contended >= want.Contended && w.Swept >= want.Swept && w.ServerKills >= want.ServerKills
 }
 
 // String lists the counts, such as "812 calls, 2 kills, 10 grants, 3
-// contended grants, 5 swept keys".
+// contended grants, 5 swept keys", and the server kills when there are
+// some.
 func (w Work) String() string {
-	return fmt.Sprintf("%d calls, %d kills, %d grants, %d contended grants, %d swept keys",
+	s := fmt.Sprintf("%d calls, %d kills, %d grants, %d contended grants, %d swept keys",
 		w.Calls, w.Kills, w.Grants, w.Contended, w.Swept)
+	if w.ServerKills > 0 {
+		s += fmt.Sprintf(", %d server kills", w.ServerKills)
+	}
+	return s
+}
+
+// Redis says which Redis server a run attacks, and how.
+type Redis struct {
+	// URL names a server the caller runs, such as
+	// "redis://127.0.0.1:6379/0": the workers open it with a prefix of the
+	// run's own added (prefix=stress:<seed>:<time>:), and the driver never
+	// kills it. Empty: Run starts a redis-server of its own in Dir/redis
+	// (internal/redistest.Launch: appendonly yes, appendfsync always),
+	// SIGKILLs and restarts it, and kills it when the run ends.
+	URL string
+	// KillEvery is the mean time between two SIGKILLs of the server Run
+	// started, each followed at once by a restart on the same port and
+	// directory (exponentially distributed; 0: DefaultServerKillEvery;
+	// negative: no server kills).
+	KillEvery time.Duration
+	// NoPersistence starts the server with appendonly no, and the workers
+	// with allow_unsafe_leases=true (Lease refuses such a server
+	// otherwise): a restart loses what the server acknowledged, fencing
+	// tokens included. It is the negative control: such a run must report
+	// a token granted twice.
+	NoPersistence bool
 }
 
 // Defaults of Config.
@@ -111,6 +151,8 @@ const (
 	DefaultKillEvery    = 250 * time.Millisecond
 	DefaultCheckTimeout = time.Minute
 	DefaultEpochEvery   = 5 * time.Second
+	// DefaultServerKillEvery is Redis.KillEvery's default.
+	DefaultServerKillEvery = 2 * time.Second
 	// MaxProcesses bounds Config.Processes.
 	MaxProcesses = 64
 	// MaxGoroutines bounds Config.Goroutines.
@@ -151,6 +193,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EpochEvery == 0 {
 		c.EpochEvery = DefaultEpochEvery
 	}
+	if c.Redis != nil {
+		r := *c.Redis
+		switch {
+		case r.URL != "":
+			r.KillEvery = -1 // the caller's server is never killed
+		case r.KillEvery == 0:
+			r.KillEvery = DefaultServerKillEvery
+		}
+		c.Redis = &r
+	}
 	switch {
 	case c.Processes < 1 || c.Processes > MaxProcesses:
 		return c, fmt.Errorf("%w: %d processes, want 1 to %d", ErrConfig, c.Processes, MaxProcesses)
@@ -162,7 +214,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: duration %v, want up to %v", ErrConfig, c.Duration, MaxDuration)
 	case c.MaxOps < 0:
 		return c, fmt.Errorf("%w: negative MaxOps", ErrConfig)
-	case c.Until.Calls < 0 || c.Until.Kills < 0 || c.Until.Grants < 0 || c.Until.Contended < 0 || c.Until.Swept < 0:
+	case c.Until.Calls < 0 || c.Until.Kills < 0 || c.Until.Grants < 0 || c.Until.Contended < 0 || c.Until.Swept < 0 || c.Until.ServerKills < 0:
 		return c, fmt.Errorf("%w: negative work in Until (%s)", ErrConfig, c.Until)
 	case c.Until.Kills > 0 && c.KillEvery < 0:
 		return c, fmt.Errorf("%w: Until asks for %d kills, but there are none", ErrConfig, c.Until.Kills)
@@ -170,6 +222,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative CheckTimeout", ErrConfig)
 	case c.EpochEvery < 0:
 		return c, fmt.Errorf("%w: negative EpochEvery", ErrConfig)
+	case c.Redis == nil && c.Until.ServerKills > 0:
+		return c, fmt.Errorf("%w: Until asks for %d server kills, but the run attacks a file", ErrConfig, c.Until.ServerKills)
+	case c.Redis != nil && c.StepClock:
+		return c, fmt.Errorf("%w: a Redis run follows the server's clock: no StepClock", ErrConfig)
+	case c.Redis != nil && !c.Bugs.Empty():
+		return c, fmt.Errorf("%w: planted bugs are the file engine's, not Redis's", ErrConfig)
+	case c.Redis != nil && c.Redis.URL != "" && (c.Redis.NoPersistence || c.Until.ServerKills > 0):
+		return c, fmt.Errorf("%w: a server the caller runs is never killed nor configured by the run", ErrConfig)
+	case c.Redis != nil && c.Until.ServerKills > 0 && c.Redis.KillEvery < 0:
+		return c, fmt.Errorf("%w: Until asks for %d server kills, but there are none", ErrConfig, c.Until.ServerKills)
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

@@ -1,8 +1,9 @@
 // Package stress attacks statekit's real path: several OS processes share
-// one state file on disk through SQLite's native VFS, each calling every
-// verb from several goroutines on a small key space and holding leases
-// that guard a fenced resource, while a driver kills random workers with
-// SIGKILL in the middle of their calls and restarts them.
+// one state file on disk through SQLite's native VFS (or one Redis server:
+// see Redis below), each calling every verb from several goroutines on a
+// small key space and holding leases that guard a fenced resource, while
+// a driver kills random workers with SIGKILL in the middle of their calls
+// and restarts them.
 //
 // Each worker is this binary re-executed (see WorkerMain). By default it
 // opens the file with the engine's default options: the real clock and the
@@ -73,6 +74,50 @@
 // The key space is tiny, and changes every Config.EpochEvery: a key's
 // history stays short however long the run, since porcupine's time and
 // memory grow faster than the history of one key.
+//
+// # Redis
+//
+// With Config.Redis the workers open a redis:// URL instead of the file
+// (the binary must import github.com/statekit/statekit/redisstate, as
+// cmd/statestress and this package's tests do), and the driver also
+// SIGKILLs the redis-server now and then (Redis.KillEvery) and restarts it
+// on the same port and directory: appendonly yes with appendfsync always,
+// so every write the server acknowledged survives. While it is down the
+// workers' calls fail: a call refused before it ran (state.ErrUnavailable,
+// checks.NotApplied) is left out of the history, as one that never ran; a
+// call whose reply was lost (state.ErrOutcomeUnknown) stays an unknown
+// outcome, never a failure. Both are noted, and a note whose call met no
+// server kill or restart is reported: nothing explains it.
+//
+// Time: a script reads the server's TIME and returns it with its answer;
+// the store reports it through hooks.NoteNow (an Update, the TIME its last
+// attempt read), and the op is journalled at that time. So each op is
+// journalled twice: as unknown before the call, at the server's time as
+// this machine's wall clock says it (the store's own estimate for a
+// server elsewhere), then with the answer and the server's time. A call
+// whose answer was lost keeps that estimate, while it ran somewhere
+// between its call and its end: the time its process was seen dead and
+// the server had dropped its connections (a command sitting in the
+// server's input buffer still runs after the client died), or the time
+// the server was seen dead, if earlier. When a partition fails, the check
+// moves the times of its unknown writes within those windows and checks
+// again (pinTimes); Report.Pinned counts the partitions that passed so.
+//
+// What stands for the file-only parts: Redis expires keys itself, so
+// there is no sweep to record (no sweep observer, Work.Swept stays 0), and
+// no checkpoint, high-water mark or busy timeout; the clock checks become
+// one: an op that began after another returned ran at a server time at
+// least as late, across restarts (the server's clock is the wall clock,
+// which NTP may slew against CLOCK_MONOTONIC, so no fixed offset is
+// asked); the file's Check becomes the store's (redisstate's check of
+// every key's and lease's encoding), and the counters are read back from
+// the server. The fenced resource stays a SQLite file. Tokens are checked
+// as for the file: unique, and rising in real-time order, across restarts.
+//
+// Redis.NoPersistence is the negative control: a server with appendonly
+// no (and allow_unsafe_leases=true in the workers' URL), which a restart
+// empties, lease hashes and their tokens included. Such a run must report
+// a token granted twice.
 //
 // # How long a run lasts
 //

@@ -72,6 +72,8 @@ type driver struct {
 	start    int64 // CLOCK_MONOTONIC when the run began: epoch 0
 	clients  int   // client ids handed out so far
 	work     *workCount
+	redis    *redisRun // nil for a run on a file
+	notes    [][]note  // each process's notes, read by check
 }
 
 // Run creates a state file in cfg.Dir, attacks it with cfg.Processes worker
@@ -105,6 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			Dir: cfg.Dir, Seed: cfg.Seed, Bugs: cfg.Bugs.String(), Wanted: cfg.Until},
 	}
 	d.work = newWorkCount(d.procOf, d.isSweeper)
+	defer d.closeRedis()
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
@@ -124,14 +127,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return d.report, nil
 }
 
-// setup creates the state file and the resource before any worker starts.
+// setup creates the state file (or starts the Redis server) and the
+// resource before any worker starts.
 func (d *driver) setup() error {
-	db, err := state.Open(d.path)
-	if err != nil {
-		return fmt.Errorf("stress: %w", err)
-	}
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("stress: %w", err)
+	if d.cfg.Redis != nil {
+		if err := d.setupRedis(); err != nil {
+			return err
+		}
+		if err := probeRedis(d.redis.url); err != nil {
+			return err
+		}
+		d.report.Redis = d.redis.addr
+		d.report.NoPersistence = d.cfg.Redis.NoPersistence
+	} else {
+		db, err := state.Open(d.path)
+		if err != nil {
+			return fmt.Errorf("stress: %w", err)
+		}
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("stress: %w", err)
+		}
 	}
 	r, err := openResource(d.resource)
 	if err != nil {
@@ -159,6 +174,7 @@ func (d *driver) attack(ctx context.Context) (string, error) {
 	}
 	deadline := time.Now().Add(d.cfg.Duration)
 	nextKill := d.killAfter()
+	nextServerKill := d.serverKillAfter()
 	nextTail := time.Now()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -171,6 +187,9 @@ func (d *driver) attack(ctx context.Context) (string, error) {
 		for slot, p := range d.live {
 			select {
 			case <-p.done:
+				if d.redis != nil {
+					d.awaitGone(p)
+				}
 				d.report.violate(KindWorker, "worker %s exited by itself (%v): %s", p.name(), p.exitErr, stderrTail(p.stderr))
 				if err := d.launch(slot); err != nil {
 					return "", err
@@ -199,6 +218,12 @@ func (d *driver) attack(ctx context.Context) (string, error) {
 			}
 			nextKill = d.killAfter()
 		}
+		if !nextServerKill.IsZero() && time.Now().After(nextServerKill) {
+			if err := d.killServer(); err != nil {
+				return "", err
+			}
+			nextServerKill = d.serverKillAfter()
+		}
 	}
 }
 
@@ -218,7 +243,8 @@ func (d *driver) readJournals() {
 
 // done returns the work done so far, as the run goes on.
 func (d *driver) done() Work {
-	return Work{Calls: d.ops(), Kills: d.report.Kills, Grants: d.work.grants, Contended: d.work.contended, Swept: d.work.swept}
+	return Work{Calls: d.ops(), Kills: d.report.Kills, Grants: d.work.grants, Contended: d.work.contended, Swept: d.work.swept,
+		ServerKills: d.report.ServerKills}
 }
 
 // isSweeper reports whether client records a worker's sweep statements.
@@ -278,6 +304,9 @@ func (d *driver) launch(slot int) error {
 		stderr: filepath.Join(d.cfg.Dir, fmt.Sprintf("worker-%04d.stderr", index+1)),
 	}
 	p.tail.path = p.cfg.Journal
+	if d.redis != nil {
+		p.cfg.Path, p.cfg.Remote, p.cfg.WallClock = d.workerURL(index), true, d.redis.server != nil
+	}
 	raw, err := json.Marshal(p.cfg)
 	if err != nil {
 		return fmt.Errorf("stress: %w", err)
@@ -331,6 +360,9 @@ func (d *driver) kill(slot int) error {
 		return fmt.Errorf("stress: kill %s: %w", p.name(), err)
 	}
 	<-p.done
+	if d.redis != nil {
+		d.awaitGone(p)
+	}
 	d.report.Kills++
 	fmt.Fprintf(d.cfg.Log, "stress: killed %s after %d calls\n", p.name(), p.ops.Load())
 	return d.launch(slot)
@@ -357,6 +389,9 @@ func (d *driver) stopAll() {
 			p.killed = true
 			_ = p.cmd.Process.Kill()
 			<-p.done
+			if d.redis != nil {
+				d.awaitGone(p)
+			}
 			continue
 		}
 		if p.exitErr != nil {

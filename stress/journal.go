@@ -79,6 +79,15 @@ const (
 	// outside the op journal) failed with Err, which the model has no
 	// answer for.
 	noteError = "error"
+	// noteRefused: on Redis, a call (Client, Seq) or flush failed with an
+	// error that says it was not applied (the server was unreachable or
+	// refused it): the driver leaves the op out of the history, and
+	// reports the note unless the server was down within [Call, Return].
+	noteRefused = "refused"
+	// noteUncertain: on Redis, a call or flush lost its reply
+	// (ErrOutcomeUnknown): its op stays unknown, and the driver reports
+	// the note unless the server was down within [Call, Return].
+	noteUncertain = "uncertain"
 )
 
 // note is what a worker records beside its ops: the buffered increments
@@ -92,6 +101,8 @@ type note struct {
 	Delta  int64  `json:"delta,omitempty"`
 	Op     string `json:"op,omitempty"`
 	Err    string `json:"err,omitempty"`
+	Call   int64  `json:"call,omitempty"`   // CLOCK_MONOTONIC, of refused and uncertain calls
+	Return int64  `json:"return,omitempty"` // CLOCK_MONOTONIC, of refused and uncertain calls
 }
 
 // readNotes reads a notes file; a missing file has none, and a last line

@@ -65,8 +65,13 @@ type Report struct {
 	Processes  int    // workers at once
 	Goroutines int    // clients calling at once in each worker
 	StepClock  bool   // the workers ran on a stepped clock, without background work
-	Started    int    // worker processes started, restarts included
-	Kills      int    // SIGKILLs sent
+	// Redis is the address of the Redis server the run attacked, "" for a
+	// file; NoPersistence says the server ran with appendonly no.
+	Redis         string
+	NoPersistence bool
+	ServerKills   int // SIGKILLs of the Redis server, each followed by a restart
+	Started       int // worker processes started, restarts included
+	Kills         int // SIGKILLs sent
 	// Elapsed is how long the attack lasted, stopping the workers included.
 	Elapsed time.Duration
 	// Stopped says why the attack stopped (one of the Stopped constants).
@@ -78,11 +83,15 @@ type Report struct {
 	Operations int // ops recorded: calls, flushes, and sweep statements that deleted keys
 	Cut        int // calls a kill left unknown
 	Failed     int // calls that failed with an error the model does not know
-	Flushes    int // flushes of buffered increments recorded
-	Buffered   int // buffered increments made
-	Sweeps     int // recorded sweeps that deleted keys (Done.Swept says how many)
-	Fenced     int // writes the fenced resource accepted
-	Refused    int // writes it refused for a stale token
+	// Unavailable counts the calls and flushes a Redis server refused or
+	// could not be reached for (not applied, left out of the history), and
+	// Uncertain those whose reply was lost (kept as unknown outcomes).
+	Unavailable, Uncertain int
+	Flushes                int // flushes of buffered increments recorded
+	Buffered               int // buffered increments made
+	Sweeps                 int // recorded sweeps that deleted keys (Done.Swept says how many)
+	Fenced                 int // writes the fenced resource accepted
+	Refused                int // writes it refused for a stale token
 
 	// ClockSpread is how far apart the processes' engine clocks were: the
 	// largest minus the smallest difference between a call's now and its
@@ -92,6 +101,10 @@ type Report struct {
 	// it took.
 	Linearizability string
 	CheckTime       time.Duration
+	// Pinned counts the partitions, on Redis, that porcupine passed once
+	// the server times of their unknown outcomes were moved within what
+	// their calls allow (see pinTimes).
+	Pinned int
 	// HTML names porcupine's view of a failing partition, when there is one.
 	HTML string
 
@@ -157,20 +170,33 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 		bugs = ", planted bug " + r.Bugs
 	}
 	mode := "default options (real clock, background work)"
-	if r.StepClock {
+	switch {
+	case r.Redis != "" && r.NoPersistence:
+		mode = "redis at " + r.Redis + " with persistence off"
+	case r.Redis != "":
+		mode = "redis at " + r.Redis
+	case r.StepClock:
 		mode = "stepped clock, no background work"
 	}
 	fmt.Fprintf(&b, "stress: seed %d%s, %s, %s\n", r.Seed, bugs, mode, r.Dir)
 	fmt.Fprintf(&b, "processes:   %d at once of %d clients each, %d started, %d killed with SIGKILL, %v; stopped because %s\n",
 		r.Processes, r.Goroutines, r.Started, r.Kills, r.Elapsed.Round(time.Millisecond), r.Stopped)
+	if r.Redis != "" {
+		fmt.Fprintf(&b, "server:      killed with SIGKILL and restarted %d times\n", r.ServerKills)
+	}
 	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s), %d cut by a kill, %d failed with an error\n",
 		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), r.Cut, r.Failed)
+	if r.Redis != "" {
+		fmt.Fprintf(&b, "outages:     %d calls refused (not applied), %d lost their reply (unknown outcomes)\n", r.Unavailable, r.Uncertain)
+	}
 	fmt.Fprintf(&b, "flushes:     %d buffered increments, %d flushes\n", r.Buffered, r.Flushes)
 	sweeps := "sweep calls"
 	if !r.StepClock {
 		sweeps = "background and inline sweep statements"
 	}
-	fmt.Fprintf(&b, "sweeps:      %d %s deleted %d expired keys\n", r.Sweeps, sweeps, r.Done.Swept)
+	if r.Redis == "" {
+		fmt.Fprintf(&b, "sweeps:      %d %s deleted %d expired keys\n", r.Sweeps, sweeps, r.Done.Swept)
+	}
 	fmt.Fprintf(&b, "leases:      %d grants (%d contended), fenced resource accepted %d writes and refused %d stale tokens\n",
 		r.Done.Grants, r.Done.Contended, r.Fenced, r.Refused)
 	if !r.Wanted.IsZero() {
@@ -178,6 +204,9 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	}
 	fmt.Fprintf(&b, "clocks:      engine clocks of the processes spread over %v\n", r.ClockSpread)
 	fmt.Fprintf(&b, "linearizable: %s, checked in %v\n", r.Linearizability, r.CheckTime.Round(time.Millisecond))
+	if r.Redis != "" {
+		fmt.Fprintf(&b, "pinned:      %d partitions passed once the times of their unknown outcomes were pinned\n", r.Pinned)
+	}
 	if r.HTML != "" {
 		fmt.Fprintf(&b, "failing partition: %s\n", r.HTML)
 	}

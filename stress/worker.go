@@ -42,10 +42,15 @@ const (
 
 // workerConfig is what the driver tells one worker process.
 type workerConfig struct {
-	Path     string `json:"path"`     // the state file
-	Resource string `json:"resource"` // the fenced resource
-	Journal  string `json:"journal"`  // this worker's journal of ops
-	Notes    string `json:"notes"`    // this worker's notes (notes.go)
+	Path   string `json:"path"`   // the state file, or a redis:// URL when Remote
+	Remote bool   `json:"remote"` // Path is a URL: the worker runs on a Redis server
+	// WallClock says the Redis server runs on this machine: its TIME is
+	// this machine's wall clock, the best estimate of the time a call
+	// whose answer is lost ran at.
+	WallClock bool   `json:"wall_clock"`
+	Resource  string `json:"resource"` // the fenced resource
+	Journal   string `json:"journal"`  // this worker's journal of ops
+	Notes     string `json:"notes"`    // this worker's notes (notes.go)
 	// Clients Client .. Client+Goroutines-1 are the worker's goroutines;
 	// Client+Goroutines records its handle's flushes and, on the real
 	// clock, Client+Goroutines+1 its sweeps. All are unique over the run,
@@ -129,26 +134,37 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	defer w.journal.close()
 	engine := hooks.Engine{Bugs: planted, Flushes: &flushRecorder{w: w}}
 	opts := []state.Option{state.WithBusyTimeout(workerBusyTimeout)}
-	if cfg.StepClock {
+	var stop atomic.Bool
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop.Store(true)
+	}()
+	if cfg.Remote {
+		// Redis expires keys itself: there is no sweep to record.
+		opts = []state.Option{hooks.Option(engine).(state.Option)}
+		if w.db, err = openRemote(cfg.Path, opts, &stop); err != nil {
+			return err
+		}
+		if w.db == nil {
+			return nil // told to stop before the server came back
+		}
+	} else if cfg.StepClock {
 		// Workers sweep only as a recorded verb.
 		w.clock = newStepClock()
 		opts = append(opts, state.WithClock(w.clock), state.WithoutBackground())
 	} else {
 		engine.Sweeps = &sweepRecorder{w: w}
 	}
-	opts = append(opts, hooks.Option(engine).(state.Option))
-	if w.db, err = state.Open(cfg.Path, opts...); err != nil {
-		return err
+	if !cfg.Remote {
+		opts = append(opts, hooks.Option(engine).(state.Option))
+		if w.db, err = state.Open(cfg.Path, opts...); err != nil {
+			return err
+		}
 	}
 	if w.res, err = openResource(cfg.Resource); err != nil {
 		return errors.Join(err, w.db.Close())
 	}
 
-	var stop atomic.Bool
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		stop.Store(true)
-	}()
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Goroutines)
 	for i := range cfg.Goroutines {
@@ -171,6 +187,29 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	wg.Wait()
 	close(done)
 	return errors.Join(errors.Join(errs...), withoutFlushErrors(w.db.Close()), w.res.close())
+}
+
+// remoteOpenWait bounds how long a worker on Redis keeps trying to open
+// the URL while the server is down (the driver restarts it at once).
+const remoteOpenWait = time.Minute
+
+// openRemote opens url, again and again while the server is unavailable
+// (a worker restarted while the driver restarts the server), until it
+// opens, remoteOpenWait passes, or stop is set (then it returns nil, nil).
+func openRemote(url string, opts []state.Option, stop *atomic.Bool) (*state.DB, error) {
+	deadline := time.Now().Add(remoteOpenWait)
+	for {
+		db, err := state.Open(url, opts...)
+		switch {
+		case err == nil:
+			return db, nil
+		case !errors.Is(err, state.ErrUnavailable) || time.Now().After(deadline):
+			return nil, err
+		case stop.Load():
+			return nil, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // withoutFlushErrors drops the *state.FlushError that Close returns when
@@ -360,10 +399,17 @@ func (c *caller) buffer() error {
 	}
 	c.w.calls.Add(1)
 	var fe *state.FlushError
-	if err := c.w.db.Flush(c.w.ctx); err != nil && !errors.As(err, &fe) {
-		return c.w.failed(c.client, 0, "flush", err)
+	call := monotonicNanos()
+	err := c.w.db.Flush(c.w.ctx)
+	switch {
+	case err == nil, errors.As(err, &fe):
+		return nil
+	case c.w.cfg.Remote && (checks.NotApplied(err) || checks.OutcomeUnknown(err)):
+		// The flush recorder journalled the flush itself (or left it
+		// out, when its deltas went back into the buffer).
+		return c.w.outage(c.client, 0, call, monotonicNanos(), "flush", err)
 	}
-	return nil
+	return c.w.failed(c.client, 0, "flush", err)
 }
 
 // failed notes an error the model has no answer for, which the check
@@ -390,6 +436,9 @@ type claim struct {
 // the call's outcome is unknown, and the error is noted for the check to
 // report. err is set only when the journal cannot be written.
 func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
+	if c.w.cfg.Remote {
+		return c.callRemote(in)
+	}
 	c.seq++
 	c.w.calls.Add(1)
 	if c.w.clock != nil {
@@ -429,6 +478,81 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 	return res.Out, true, c.w.journal.op(op)
 }
 
+// callRemote is call on a Redis server, which tells the time a verb ran
+// at only with its answer: each script returns the server's TIME it used
+// (an Update, the TIME its last attempt read), and the store reports it
+// through hooks.NoteNow as the answer arrives. So the op is journalled as
+// unknown before the call, at the store's estimate of the server's time,
+// and again with the answer and the time the script used. A call the
+// server refused (checks.NotApplied) is noted as refused, and the driver
+// leaves it out of the history; one whose reply was lost
+// (checks.OutcomeUnknown) stays unknown, noted as such. The driver holds
+// both against the times the server was down.
+func (c *caller) callRemote(in model.Input) (out model.Output, ok bool, err error) {
+	c.seq++
+	c.w.calls.Add(1)
+	op := linearizability.Op{Client: c.client, Seq: c.seq, Input: in, Unknown: true, Call: monotonicNanos()}
+	if grants(in) {
+		op.Durability = linearizability.Full // the tail counts grants by it
+	}
+	op.Input.NowMillis = c.w.estimateNow()
+	if err := c.w.journal.op(op); err != nil {
+		return out, false, err
+	}
+	var mu sync.Mutex
+	var now int64
+	ctx := hooks.WithNow(c.w.ctx, func(ms int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now == 0 {
+			now = ms
+		}
+	})
+	res := drive.Run(ctx, c.w.db, in)
+	ret := monotonicNanos()
+	mu.Lock()
+	claimed := now
+	mu.Unlock()
+	switch {
+	case res.Err != nil && (checks.NotApplied(res.Err) || checks.OutcomeUnknown(res.Err)):
+		return out, false, c.w.outage(op.Client, op.Seq, op.Call, ret, in.String(), res.Err)
+	case res.Err != nil:
+		return out, false, c.w.failed(c.client, c.seq, in.String(), res.Err)
+	case claimed == 0:
+		// Without the time, the answer cannot be checked: the op stays
+		// unknown, and the report says why.
+		return out, false, c.w.failed(c.client, c.seq, in.String(),
+			errors.New("the store answered without reporting the server time its script used (hooks.NoteNow)"))
+	}
+	op.Input.NowMillis = claimed
+	op.Unknown, op.Output, op.Return = false, res.Out, ret
+	return res.Out, true, c.w.journal.op(op)
+}
+
+// estimateNow is the engine time a call starting now will run at, at the
+// earliest, for the op journalled before the engine says: the wall clock
+// for a Redis server on this machine (its TIME reads the same clock), else
+// the store's own estimate (a file engine's is exact: it claims its time
+// from that clock; a remote store's lags the server by a reply's latency).
+func (w *worker) estimateNow() int64 {
+	if w.cfg.WallClock {
+		return time.Now().UnixMilli()
+	}
+	return w.db.Now().UnixMilli()
+}
+
+// outage notes a call (or flush) of client that failed because the server
+// could not be reached or the reply was lost: refused (not applied, left
+// out of the history) or uncertain (kept as an unknown outcome). The
+// driver reports it unless the server was down during [call, ret].
+func (w *worker) outage(client int, seq, call, ret int64, what string, err error) error {
+	kind := noteUncertain
+	if checks.NotApplied(err) {
+		kind = noteRefused
+	}
+	return w.journal.note(note{Kind: kind, Client: client, Seq: seq, Op: what, Err: err.Error(), Call: call, Return: ret})
+}
+
 // grants reports whether in may grant a lease.
 func grants(in model.Input) bool {
 	if in.Kind == model.Lease {
@@ -464,10 +588,11 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) func(nowMillis int64, 
 	// The engine time the flush will claim is not known yet: a flush cut
 	// by a kill keeps the engine's time at its call, which moves with the
 	// same clock and misses the claimed one by what the flush waited.
-	op.Input.NowMillis = w.db.Now().UnixMilli()
+	op.Input.NowMillis = w.estimateNow()
 	jerr := w.journal.op(op)
 	return func(nowMillis int64, err error, restored bool) {
 		op.Return = monotonicNanos()
+		what := op.Input.String() // before a restored flush drops its increments
 		if nowMillis != 0 {
 			op.Input.NowMillis = nowMillis
 		}
@@ -493,8 +618,17 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) func(nowMillis int64, 
 				op.Output = model.Output{}
 			}
 		}
-		if err != nil && fe == nil {
-			jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, op.Input.String(), err))
+		switch {
+		case err == nil || fe != nil:
+		case restored && checks.OutcomeUnknown(err):
+			jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, what,
+				fmt.Errorf("a flush whose outcome is unknown put its deltas back into the buffer, so the next flush may apply them twice: %w", err)))
+		case w.cfg.Remote && (checks.NotApplied(err) || checks.OutcomeUnknown(err)):
+			// Refused, the deltas went back (restored) and the op is
+			// left out; or lost, and the op stays unknown.
+			jerr = errors.Join(jerr, w.outage(op.Client, op.Seq, op.Call, op.Return, what, err))
+		default:
+			jerr = errors.Join(jerr, w.failed(op.Client, op.Seq, what, err))
 		}
 		if jerr = errors.Join(jerr, w.journal.op(op)); jerr != nil {
 			fmt.Fprintln(os.Stderr, "stress worker: journal a flush:", jerr)

@@ -1,5 +1,5 @@
 // Command statestress attacks statekit's real path: several worker
-// processes share one state file on disk and run every verb from several
+// processes share one state file on disk (or one Redis server, -redis) and run every verb from several
 // goroutines each while the driver kills random workers with SIGKILL and
 // restarts them; then it checks the whole history for linearizability, the
 // fencing tokens, the counters and buffered increments, the clocks and the
@@ -20,6 +20,21 @@
 //	statestress -bug lease-two-statements -until-contended 100 -expect duplicate-token   # the canary
 //	statestress -dir /var/tmp/run -keep          # keep the files to look at
 //
+// -redis attacks a Redis server instead of a file: statestress starts a
+// redis-server of its own (appendonly yes, appendfsync always) in the
+// run's directory, the workers open it through a redis:// URL, and the
+// driver also SIGKILLs the server now and then (-server-kill-every) and
+// restarts it on the same port and directory. -redis-url attacks a server
+// you run instead (never killed; the run's keys get a prefix of their
+// own). -redis-no-persistence is the negative control: a server with
+// appendonly no, which a restart empties, must be caught handing out a
+// fencing token twice.
+//
+//	statestress -redis -until-calls 5000 -until-kills 10 -until-server-kills 3
+//	statestress -redis -server-kill-every 500ms -duration 60s
+//	statestress -redis -redis-no-persistence -until-server-kills 2 -expect duplicate-token   # the negative control
+//	statestress -redis-url redis://127.0.0.1:6379/0 -duration 30s
+//
 // With any -until flag the run stops as soon as it has done that much
 // work, and -duration (5m unless given) is a cap: a run that reaches it
 // first fails, saying how much it did. The files go to a new directory
@@ -38,6 +53,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	_ "github.com/statekit/statekit/redisstate" // redis:// URLs, for -redis and -redis-url
 	"github.com/statekit/statekit/stress"
 )
 
@@ -68,7 +84,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&until.Grants, "until-grants", 0, "stop once this many lease grants were seen")
 	fs.IntVar(&until.Contended, "until-contended", 0, "stop once this many grants overlapped another process's lease call")
 	fs.IntVar(&until.Swept, "until-swept", 0, "stop once recorded sweeps deleted this many expired keys")
+	fs.IntVar(&until.ServerKills, "until-server-kills", 0, "with -redis, stop once the server was killed and restarted this many times")
 	killEvery := fs.Duration("kill-every", stress.DefaultKillEvery, "mean time between two SIGKILLs (0 or less: none)")
+	redis := fs.Bool("redis", false, "attack a redis-server this run starts (AOF, appendfsync always) instead of a file, and SIGKILL and restart it too")
+	redisURL := fs.String("redis-url", "", "attack the Redis server at this redis:// URL instead of a file (never killed)")
+	serverKillEvery := fs.Duration("server-kill-every", stress.DefaultServerKillEvery, "with -redis, mean time between two SIGKILLs of the server, each followed by a restart (0 or less: none)")
+	noPersistence := fs.Bool("redis-no-persistence", false, "with -redis, run the server with appendonly no (and allow_unsafe_leases=true): the negative control, which must find a duplicate token")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the workload and kill schedule")
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
@@ -99,17 +120,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *goroutines < 1 || *goroutines > stress.MaxGoroutines || (*stepClock && *goroutines != 1):
 		fmt.Fprintf(stderr, "statestress: want 1 to %d -goroutines, and 1 with -step-clock\n", stress.MaxGoroutines)
 		return 2
-	case until.Calls < 0 || until.Kills < 0 || until.Grants < 0 || until.Contended < 0 || until.Swept < 0:
+	case until.Calls < 0 || until.Kills < 0 || until.Grants < 0 || until.Contended < 0 || until.Swept < 0 || until.ServerKills < 0:
 		fmt.Fprintln(stderr, "statestress: want -until flags of 0 or more")
 		return 2
 	case until.Kills > 0 && *killEvery <= 0:
 		fmt.Fprintln(stderr, "statestress: -until-kills needs kills (-kill-every above 0)")
+		return 2
+	case *redis && *redisURL != "":
+		fmt.Fprintln(stderr, "statestress: -redis starts a server of its own; -redis-url names yours: not both")
+		return 2
+	case !*redis && (*noPersistence || set["server-kill-every"] || until.ServerKills > 0):
+		fmt.Fprintln(stderr, "statestress: -redis-no-persistence, -server-kill-every and -until-server-kills need -redis")
+		return 2
+	case until.ServerKills > 0 && *serverKillEvery <= 0:
+		fmt.Fprintln(stderr, "statestress: -until-server-kills needs server kills (-server-kill-every above 0)")
+		return 2
+	case (*redis || *redisURL != "") && (*stepClock || *bug != ""):
+		fmt.Fprintln(stderr, "statestress: -step-clock and -bug are for the file engine, not Redis")
 		return 2
 	}
 	cfg := stress.Config{Processes: *procs, Goroutines: *goroutines, StepClock: *stepClock, Duration: *duration,
 		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, EpochEvery: *epoch}
 	if *killEvery <= 0 {
 		cfg.KillEvery = -1
+	}
+	switch {
+	case *redis:
+		cfg.Redis = &stress.Redis{KillEvery: *serverKillEvery, NoPersistence: *noPersistence}
+		if *serverKillEvery <= 0 {
+			cfg.Redis.KillEvery = -1
+		}
+	case *redisURL != "":
+		cfg.Redis = &stress.Redis{URL: *redisURL}
 	}
 	if *bug != "" {
 		b, err := bugs.Parse(*bug)
@@ -132,8 +174,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mode := fmt.Sprintf("%d processes of %d goroutines on the default options", cfg.Processes, cfg.Goroutines)
-	if cfg.StepClock {
+	switch {
+	case cfg.StepClock:
 		mode = fmt.Sprintf("%d processes on a stepped clock", cfg.Processes)
+	case *redis && *noPersistence:
+		mode = fmt.Sprintf("%d processes of %d goroutines on a redis-server without persistence, killed every %v on average,", cfg.Processes, cfg.Goroutines, *serverKillEvery)
+	case *redis:
+		mode = fmt.Sprintf("%d processes of %d goroutines on a redis-server (AOF, appendfsync always), killed every %v on average,", cfg.Processes, cfg.Goroutines, *serverKillEvery)
+	case *redisURL != "":
+		mode = fmt.Sprintf("%d processes of %d goroutines on the Redis server of -redis-url", cfg.Processes, cfg.Goroutines)
 	}
 	what := "for " + cfg.Duration.String()
 	if !until.IsZero() {

@@ -1,0 +1,477 @@
+package stress
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/statekit/statekit/internal/checks"
+	"github.com/statekit/statekit/internal/hooks"
+	"github.com/statekit/statekit/internal/redistest"
+	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
+)
+
+// Redis run settings.
+const (
+	// redisDir is the directory of the server a Redis run starts, in
+	// Config.Dir.
+	redisDir = "redis"
+	// goneWait bounds how long the driver waits, after a worker died, for
+	// the server to drop that worker's connections.
+	goneWait = 30 * time.Second
+)
+
+// outage is one SIGKILL of the server and its restart, on CLOCK_MONOTONIC:
+// the kill was sent at kill, the process was seen dead at dead, and the
+// restarted server answered PING at up.
+type outage struct {
+	kill, dead, up int64
+}
+
+// redisRun is what the driver keeps of the Redis server a run attacks.
+type redisRun struct {
+	server   *redistest.Server // nil for a server the caller runs
+	addr     string
+	password string
+	url      string // for the workers, without client_name
+	outages  []outage
+}
+
+// setupRedis starts the run's own server (or takes the caller's) and
+// builds the workers' URL: a prefix of the run's own, and
+// allow_unsafe_leases=true on a server without persistence.
+func (d *driver) setupRedis() error {
+	rc := d.cfg.Redis
+	raw := rc.URL
+	prefix := fmt.Sprintf("stress:%d:%d:", d.cfg.Seed, time.Now().UnixNano())
+	r := &redisRun{}
+	if raw == "" {
+		dir := filepath.Join(d.cfg.Dir, redisDir)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("stress: %w", err)
+		}
+		var opts []redistest.Option
+		if rc.NoPersistence {
+			opts = append(opts, redistest.WithoutPersistence())
+		}
+		s, err := redistest.Launch(dir, opts...)
+		if err != nil {
+			return fmt.Errorf("stress: %w", err)
+		}
+		r.server = s
+		raw, prefix = s.URL(""), "stress:"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: Redis.URL: %v", ErrConfig, err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("%w: Redis.URL: want redis:// or rediss://, not %q", ErrConfig, u.Scheme)
+	}
+	q := u.Query()
+	q.Set("prefix", q.Get("prefix")+prefix)
+	if rc.NoPersistence {
+		q.Set("allow_unsafe_leases", "true")
+	}
+	u.RawQuery = q.Encode()
+	r.url, r.addr = u.String(), u.Host
+	if u.User != nil {
+		r.password, _ = u.User.Password()
+		if r.password == "" {
+			r.password = u.User.Username()
+		}
+	}
+	d.redis = r
+	return nil
+}
+
+// ErrNoServerTime is returned by Run for a Redis run when the redis
+// backend does not report the server time its verbs ran at
+// (hooks.NoteNow): without it no answer that depends on time can be
+// checked.
+var ErrNoServerTime = errors.New("stress: the redis backend does not report the server time of its verbs (hooks.NoteNow)")
+
+// probeRedis opens url as a worker will, and reads a key to see that the
+// backend is linked in, the server answers, and the time of a verb is
+// reported.
+func probeRedis(raw string) error {
+	db, err := state.Open(raw)
+	if err != nil {
+		return fmt.Errorf("stress: %w", err)
+	}
+	defer db.Close()
+	var now int64
+	ctx := hooks.WithNow(context.Background(), func(ms int64) { now = ms })
+	if _, err := db.Get(ctx, "probe"); err != nil && !errors.Is(err, state.ErrNotFound) {
+		return fmt.Errorf("stress: %w", err)
+	}
+	if now == 0 {
+		return ErrNoServerTime
+	}
+	return nil
+}
+
+// workerURL is the URL worker index opens: the run's, with a client name
+// that lets the driver find its connections on the server.
+func (d *driver) workerURL(index int) string {
+	u, _ := url.Parse(d.redis.url) // parsed in setupRedis
+	q := u.Query()
+	q.Set("client_name", clientName(index))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// clientName is the Redis client name of worker index's connections.
+func clientName(index int) string { return fmt.Sprintf("stress-%04d", index+1) }
+
+// closeRedis kills the run's own server, if it started one.
+func (d *driver) closeRedis() {
+	if d.redis != nil && d.redis.server != nil {
+		d.redis.server.Close()
+	}
+}
+
+// killServer SIGKILLs the run's server, waits until it is dead, and
+// restarts it on the same port and directory.
+func (d *driver) killServer() error {
+	s := d.redis.server
+	o := outage{kill: monotonicNanos()}
+	s.Kill()
+	o.dead = monotonicNanos()
+	if err := s.Relaunch(); err != nil {
+		return fmt.Errorf("stress: %w", err)
+	}
+	o.up = monotonicNanos()
+	d.redis.outages = append(d.redis.outages, o)
+	d.report.ServerKills++
+	fmt.Fprintf(d.cfg.Log, "stress: killed the redis server and restarted it in %v\n",
+		time.Duration(o.up-o.kill).Round(time.Millisecond))
+	return nil
+}
+
+// serverKillAfter returns when the next server kill is due, or the zero
+// Time when there are none.
+func (d *driver) serverKillAfter() time.Time {
+	if d.redis == nil || d.redis.server == nil || d.cfg.Redis.KillEvery < 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(time.Duration(d.rng.ExpFloat64() * float64(d.cfg.Redis.KillEvery)))
+}
+
+// awaitGone waits until the server holds no connection of p, which is
+// dead, and moves p's end there: a command p sent just before it died
+// may still sit in the server's input buffer, and runs before the server
+// notices the connection closed. A server that cannot be asked (it is
+// down: nothing of p's runs any more) ends the wait too.
+func (d *driver) awaitGone(p *proc) {
+	mark := " name=" + clientName(p.index) + " "
+	deadline := time.Now().Add(goneWait)
+	for {
+		list, err := redistest.CommandText(d.redis.addr, d.redis.password, "CLIENT", "LIST")
+		if err != nil || !strings.Contains(" "+strings.ReplaceAll(list, "\n", " \n ")+" ", mark) {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(d.cfg.Log, "stress: the server still holds a connection of %s %v after it died\n", p.name(), goneWait)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.endNanos = monotonicNanos()
+}
+
+// boundByOutage returns the time by which an unknown op called at call
+// had certainly ended: ret, or the first time after call that the server
+// was seen dead, if earlier. A command either ran before the server died
+// or never: a restarted server has none of the old connections.
+func (r *redisRun) boundByOutage(call, ret int64) int64 {
+	for _, o := range r.outages {
+		if o.dead >= call {
+			if o.dead < ret {
+				return o.dead
+			}
+			break
+		}
+	}
+	return ret
+}
+
+// duringOutage reports whether [call, ret] meets a time the server was
+// being killed or was down.
+func (r *redisRun) duringOutage(call, ret int64) bool {
+	for _, o := range r.outages {
+		if call <= o.up && ret >= o.kill {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOutage reports a refused or uncertain call that met no outage of
+// the server: nothing explains it.
+func (d *driver) checkOutage(n note) {
+	if d.redis.duringOutage(n.Call, n.Return) {
+		return
+	}
+	what := "was refused"
+	if n.Kind == noteUncertain {
+		what = "lost its reply"
+	}
+	d.report.violate(KindEngineError, "c%d #%d %s %s while the server was up: %s", n.Client, n.Seq, n.Op, what, n.Err)
+}
+
+// checkRedisClocks holds the server's clock to what the model needs: an op
+// that began after another returned ran at a server time at least as
+// late, restarts included (each op is a process of its own for
+// checks.ClockNeverBack).
+func (d *driver) checkRedisClocks(history []linearizability.Op) {
+	var procs []checks.Process
+	for _, op := range history {
+		if op.Event != linearizability.Verb || op.Unknown || op.Input.NowMillis == 0 {
+			continue
+		}
+		procs = append(procs, checks.Process{Name: fmt.Sprintf("c%d #%d", op.Client, op.Seq), Start: op.Call,
+			Ops: []linearizability.Op{op}})
+	}
+	d.report.violations(checks.ClockNeverBack(procs))
+}
+
+// checkStore opens the store the run attacked as a new client would, runs
+// DB.Check on it and reads the counters.
+func (d *driver) checkStore(ctx context.Context, counters []string) map[string]int64 {
+	r := d.report
+	db, err := state.Open(d.redis.url)
+	if err != nil {
+		r.violate(KindIntegrity, "reopen after the run: %v", err)
+		return nil
+	}
+	defer db.Close()
+	findings, err := db.Check(ctx)
+	if err != nil {
+		r.violate(KindIntegrity, "%v", err)
+	}
+	for _, f := range findings {
+		r.violate(KindIntegrity, "%s", f)
+	}
+	return readCounters(ctx, r, db, counters)
+}
+
+// readCounters reads the final value of each counter key.
+func readCounters(ctx context.Context, r *Report, db *state.DB, counters []string) map[string]int64 {
+	finals := map[string]int64{}
+	for _, k := range counters {
+		v, err := db.Get(ctx, k)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			finals[k] = 0
+		case err != nil:
+			r.violate(KindIntegrity, "read counter %q: %v", k, err)
+		default:
+			n, ok := v.Int()
+			if !ok {
+				r.violate(KindCounter, "counter %q holds bytes %q", k, v.Bytes())
+				continue
+			}
+			finals[k] = n
+		}
+	}
+	return finals
+}
+
+// Pinning the times of unknown outcomes on Redis.
+const (
+	// pinSlackMillis widens each unknown op's window of server times on
+	// both sides: the store's estimate of the server's time at the call
+	// may be off by a little.
+	pinSlackMillis = 2
+	// pinMaxWidth bounds one window, in ms.
+	pinMaxWidth = 64
+	// pinMaxChecks bounds the porcupine checks spent on one partition.
+	pinMaxChecks = 1000
+)
+
+// pinTimes looks for server times of the unknown ops of a failing
+// partition that make it linearizable. On Redis the time an op ran at
+// comes with its answer, so an op whose answer was lost (a kill, an
+// outage) is journalled at the store's estimate of the server's time at
+// its call, while it ran somewhere between its call and its bound. Each
+// such op that may write gets a window, [estimate-2ms, estimate+its
+// length in ms+2ms] (at most pinMaxWidth wide), and the partition is
+// checked again with times moved within the windows: every combination
+// when there are few; else op by op in call order, each kept at the time
+// that makes porcupine's longest linearizable prefix longest, for two
+// passes; never more than pinMaxChecks checks. It returns ops with the
+// times that passed, or false. It never passes a partition no choice of
+// times within the windows makes linearizable.
+func pinTimes(ops []linearizability.Op, part string, timeout time.Duration) ([]linearizability.Op, bool) {
+	var mine []int // indices in ops of the partition's ops
+	type window struct {
+		at      int // index in sub
+		lo, hi  int64
+		est     int64
+		choices []int64 // lo..hi, nearest the estimate first
+	}
+	var windows []window
+	for i, op := range ops {
+		if !slices.Contains(partitionsOf(op.Input), part) {
+			continue
+		}
+		if op.Unknown && writes(op.Input) {
+			est := op.Input.NowMillis
+			width := min((op.Return-op.Call)/int64(time.Millisecond)+1, pinMaxWidth)
+			w := window{at: len(mine), lo: est - pinSlackMillis, hi: est + width + pinSlackMillis, est: est}
+			for t := w.lo; t <= w.hi; t++ {
+				w.choices = append(w.choices, t)
+			}
+			slices.SortStableFunc(w.choices, func(a, b int64) int { return cmp.Compare(abs(a-est), abs(b-est)) })
+			windows = append(windows, w)
+		}
+		mine = append(mine, i)
+	}
+	if len(windows) == 0 {
+		return nil, false
+	}
+	sub := make([]linearizability.Op, len(mine))
+	for j, i := range mine {
+		sub[j] = ops[i]
+	}
+	done := func() ([]linearizability.Op, bool) {
+		out := slices.Clone(ops)
+		for j, i := range mine {
+			out[i] = sub[j]
+		}
+		return out, true
+	}
+	checks := 0
+	check := func() (ok bool, prefix int) {
+		checks++
+		res := linearizability.Check(sub, timeout)
+		return res.Ok(), prefixOf(res)
+	}
+
+	combos := 1
+	for _, w := range windows {
+		combos *= len(w.choices)
+		if combos > pinMaxChecks/4 {
+			break
+		}
+	}
+	if combos <= pinMaxChecks/4 {
+		var walk func(k int) bool
+		walk = func(k int) bool {
+			if k == len(windows) {
+				ok, _ := check()
+				return ok
+			}
+			for _, t := range windows[k].choices {
+				sub[windows[k].at].Input.NowMillis = t
+				if walk(k + 1) {
+					return true
+				}
+			}
+			return false
+		}
+		if walk(0) {
+			return done()
+		}
+		return nil, false
+	}
+
+	_, longest := check()
+	for range 2 {
+		improved := false
+		for _, w := range windows {
+			kept := sub[w.at].Input.NowMillis
+			for _, t := range w.choices {
+				if t == kept || checks >= pinMaxChecks {
+					continue
+				}
+				sub[w.at].Input.NowMillis = t
+				ok, prefix := check()
+				if ok {
+					return done()
+				}
+				if prefix > longest {
+					longest, kept, improved = prefix, t, true
+				}
+			}
+			sub[w.at].Input.NowMillis = kept
+		}
+		if !improved || checks >= pinMaxChecks {
+			break
+		}
+	}
+	return nil, false
+}
+
+// prefixOf returns the length of the longest linearizable prefix that a
+// failing result describes, 0 if it says none.
+func prefixOf(res linearizability.Result) int {
+	const mark = "longest linearizable prefix: "
+	_, rest, ok := strings.Cut(res.Description, mark)
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(rest, " ")
+	v, _ := strconv.Atoi(n)
+	return v
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// writes reports whether in may change the store (an unknown read changes
+// nothing, whatever its time).
+func writes(in model.Input) bool {
+	switch in.Kind {
+	case model.Get, model.TTL:
+		return false
+	case model.Update:
+		return slices.ContainsFunc(in.Ops, writes)
+	}
+	return true
+}
+
+// partitionsOf names the partitions of linearizability.Check that in
+// touches: "k:"+key for a key, "l:"+name for a lease.
+func partitionsOf(in model.Input) []string {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	var visit func(in model.Input)
+	visit = func(in model.Input) {
+		switch {
+		case in.Kind.IsLease():
+			add("l:" + in.Key)
+		case in.Kind == model.Del:
+			for _, k := range in.Keys {
+				add("k:" + k)
+			}
+		case in.Kind == model.Update || in.Kind == model.Flush:
+			for _, sub := range in.Ops {
+				visit(sub)
+			}
+		case in.Key != "":
+			add("k:" + in.Key)
+		}
+	}
+	visit(in)
+	return out
+}
