@@ -45,7 +45,8 @@ type remote interface {
 	// rules and no TTL. dropped names each key whose delta could not be
 	// applied (ErrNotInteger, ErrOverflow); the others are written. ran
 	// is false only when nothing was written, so the deltas may be kept
-	// for the next flush.
+	// for the next flush; an error wrapping ErrOutcomeUnknown is taken as
+	// written, whatever ran says, since a retry could count it twice.
 	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped map[string]error, ran bool, err error)
 	Sweep(ctx context.Context) (int, error)
 	Scan(ctx context.Context, prefix string, includeExpired bool, fn func(KeyInfo) error) error
@@ -261,10 +262,10 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 		return struct{}{}, err
 	})
 	if err != nil {
-		if !ran {
-			return notWritten(err)
+		if !ran && !errors.Is(err, ErrOutcomeUnknown) {
+			return notWritten(err) // nothing was applied: kept for the next flush
 		}
-		return err
+		return err // applied, or maybe: putting them back could count them twice
 	}
 	if len(dropped) == 0 {
 		return nil
