@@ -27,3 +27,21 @@ func TestVerbTable(t *testing.T) {
 		return db
 	}, verbtest.Options{})
 }
+
+// TestVerbTableCluster runs the same table on a three-master Redis
+// Cluster, through go-redis's cluster client. Each case's prefix is a hash
+// tag ({verbtable7}:), which puts the case's whole store in one slot, so
+// its transactions are allowed; the cases spread over the masters.
+func TestVerbTableCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster takes seconds to start")
+	}
+	c := redistest.StartCluster(t, 3)
+	var n atomic.Int64
+	verbtest.Run(t, func(t *testing.T) *state.DB {
+		prefix := fmt.Sprintf("{verbtable%d}:", n.Add(1))
+		db, err := state.Open(c.URL(prefix))
+		require.NoError(t, err, "open %s", prefix)
+		return db
+	}, verbtest.Options{})
+}
