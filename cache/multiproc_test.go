@@ -117,9 +117,14 @@ func TestProcessesShareOneFill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	requireOneFill(t, filepath.Join(t.TempDir(), "shared.state"))
+}
+
+// requireOneFill runs TestProcessesShareOneFill's processes on the store
+// at path (a file, or a URL) and checks what they got.
+func requireOneFill(t *testing.T, path string) {
 	const procs, goroutines = 3, 8
 	keys := []string{"report:a", "report:b"}
-	path := filepath.Join(t.TempDir(), "shared.state")
 	spec, err := json.Marshal(fillJob{Path: path, Keys: keys, Goroutines: goroutines,
 		Callers: procs * goroutines / len(keys)})
 	require.NoError(t, err)

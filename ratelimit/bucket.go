@@ -75,6 +75,9 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 	var tat, newTAT int64
 	allowed := false
 	err := b.db.Update(ctx, func(tx *state.Tx) error {
+		// On a store opened from a URL the callback may run again after a
+		// conflict: only the last run's answer counts.
+		allowed = false
 		var err error
 		if tat, err = storedInt(tx, k); err != nil {
 			return err

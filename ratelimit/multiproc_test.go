@@ -200,31 +200,37 @@ func TestProcessesAreAllowedExactlyTheLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	window := 24 * time.Hour
 	for _, kind := range []string{"fixed", "sliding", "bucket"} {
 		t.Run(kind, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "shared.state")
-			for attempt := 1; ; attempt++ {
-				require.LessOrEqual(t, attempt, 3, "three runs straddled a window's edge")
-				j := job{Kind: kind, Path: path, Key: fmt.Sprintf("client-%d", attempt), Limit: limit,
-					Window: window, Procs: procs, Goroutines: goroutines, Requests: requests}
-				got := fire(t, procs, j)
-				require.Equal(t, int64(total), got.Allowed+got.Refused, "every request decided")
-				w := int64(window)
-				if kind == "bucket" {
-					w /= limit // one token's refill
-					if got.Last-got.First < w {
-						require.Equal(t, int64(limit), got.Allowed, "allowed exactly the bucket, %d refused", got.Refused)
-						return
-					}
-				} else if got.First/w == got.Last/w {
-					require.Equal(t, int64(limit), got.Allowed, "allowed exactly the limit in one window, %d refused", got.Refused)
-					return
-				}
-				t.Logf("run %d decided from %v to %v, across an edge: again on a new key",
-					attempt, time.Unix(0, got.First), time.Unix(0, got.Last))
-			}
+			requireExactLimit(t, kind, filepath.Join(t.TempDir(), "shared.state"))
 		})
+	}
+}
+
+// requireExactLimit fires procs x goroutines x requests decisions of
+// limiter kind at one key of the store at path (a file, or a URL) and
+// requires exactly the limit allowed.
+func requireExactLimit(t *testing.T, kind, path string) {
+	window := 24 * time.Hour
+	for attempt := 1; ; attempt++ {
+		require.LessOrEqual(t, attempt, 3, "three runs straddled a window's edge")
+		j := job{Kind: kind, Path: path, Key: fmt.Sprintf("client-%d", attempt), Limit: limit,
+			Window: window, Procs: procs, Goroutines: goroutines, Requests: requests}
+		got := fire(t, procs, j)
+		require.Equal(t, int64(total), got.Allowed+got.Refused, "every request decided")
+		w := int64(window)
+		if kind == "bucket" {
+			w /= limit // one token's refill
+			if got.Last-got.First < w {
+				require.Equal(t, int64(limit), got.Allowed, "allowed exactly the bucket, %d refused", got.Refused)
+				return
+			}
+		} else if got.First/w == got.Last/w {
+			require.Equal(t, int64(limit), got.Allowed, "allowed exactly the limit in one window, %d refused", got.Refused)
+			return
+		}
+		t.Logf("run %d decided from %v to %v, across an edge: again on a new key",
+			attempt, time.Unix(0, got.First), time.Unix(0, got.Last))
 	}
 }
 

@@ -71,6 +71,9 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 	var prev, cur int64
 	allowed := false
 	err := s.db.Update(ctx, func(tx *state.Tx) error {
+		// On a store opened from a URL the callback may run again after a
+		// conflict: only the last run's answer counts.
+		allowed = false
 		var err error
 		if prev, err = storedInt(tx, prevKey); err != nil {
 			return err
