@@ -77,6 +77,7 @@ var scenarios = []scenario{
 	{"processes", runProcesses},
 	{"incr-buffered", runBuffered},
 	{"ratelimit", runRateLimit},
+	{"redis", runRedis},
 	{"sweep", runSweep},
 	{"open", runOpen},
 	{"memory", runMemory},
