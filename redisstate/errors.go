@@ -121,3 +121,20 @@ func redirect(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
+
+// mayHaveRun reports whether a script that failed with err may have
+// written: false only for the errors that say it never ran (the server
+// could not be reached or refused it, the store was closed, the context
+// ended before it was sent, another script was running, a cross-slot
+// call), true for a lost reply (ErrOutcomeUnknown) and for anything else.
+func mayHaveRun(err error) bool {
+	switch {
+	case errors.Is(err, state.ErrOutcomeUnknown):
+		return true
+	case errors.Is(err, state.ErrUnavailable), errors.Is(err, state.ErrClosed),
+		errors.Is(err, state.ErrBusy), errors.Is(err, state.ErrInvalidArgument),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	return true
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -170,6 +171,7 @@ func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64)
 	}
 	r := reply(res)
 	s.clock.observe(r.now())
+	hooks.NoteNow(ctx, r.now())
 	if code, _ := r.int(0); code != codeOK {
 		return r, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statekit/statekit/internal/backend"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -129,6 +130,7 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 		}
 		r := reply(res)
 		s.clock.observe(r.now())
+		hooks.NoteNow(ctx, r.now())
 		return r, nil
 	}
 }
@@ -278,6 +280,12 @@ func (s *store) TTL(ctx context.Context, key string) (time.Duration, error) {
 }
 
 // Flush adds deltas to the integers at keys, one script per cluster slot.
+// ran is false only when nothing was written: the first script failed
+// with an error that means it was never run (ErrUnavailable: not sent or
+// refused, the context ended before it was sent, ...). A lost reply
+// (ErrOutcomeUnknown), or any error after a script may have run, says
+// ran: its deltas must not be kept for another flush, which could add
+// them twice. The server time of each script is noted (hooks.NoteNow).
 func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int64) (map[string]error, bool, error) {
 	dropped := map[string]error{}
 	ran := false
@@ -290,7 +298,7 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 		r, err := s.run(ctx, flushScript, writes, full, args...)
 		if err != nil {
 			if !ran {
-				return nil, false, err
+				return nil, mayHaveRun(err), err
 			}
 			// Other slots were written: these keys' deltas are
 			// reported, not kept, so none is applied twice.
@@ -301,7 +309,7 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 		}
 		ran = true
 		for i, k := range group {
-			code, err := r.int(i + 1)
+			code, err := r.int(i)
 			if err != nil {
 				return dropped, ran, err
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -28,7 +29,12 @@ var errRetry = errors.New("statekit: retry the transaction")
 // Update runs fn optimistically: reads WATCH their keys on a connection of
 // the transaction's own, writes wait in an overlay and are sent in one
 // MULTI/EXEC once fn returns nil. When a watched key changed meanwhile,
-// EXEC does nothing and fn runs again, up to txAttempts times.
+// EXEC does nothing and fn runs again, up to txAttempts times; so does an
+// attempt whose answers no single server time explains (see tx.now).
+//
+// The server time the last attempt's answers hold at (its final now) is
+// told to ctx's observer (hooks.NoteNow) once, when that attempt commits
+// or fn fails, never for an attempt that is run again.
 func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
@@ -57,8 +63,16 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error) error {
 	t := &tx{s: s, ctx: ctx, slot: -1, keys: map[string]*keyState{}, leases: map[string]*leaseState{}}
 	defer t.close()
 	if err := fn(t); err != nil {
-		if t.broken != nil && errors.Is(t.broken, errRetry) {
-			return t.broken
+		if t.broken != nil {
+			if errors.Is(t.broken, errRetry) {
+				return t.broken
+			}
+			return err
+		}
+		// fn's answers hold at now: the check of an aborted
+		// transaction reads them at that time too.
+		if now, ok := t.finalNow(); ok {
+			hooks.NoteNow(ctx, now)
 		}
 		return err
 	}
@@ -68,37 +82,95 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
-	return t.commit()
+	if err := t.commit(); err != nil {
+		return err
+	}
+	if now, ok := t.finalNow(); ok {
+		hooks.NoteNow(ctx, now)
+	}
+	return nil
 }
 
 // tx is the transaction Update gives its callback. It implements state's
 // remoteTx interface.
+//
+// # Time
+//
+// The transaction claims one server time, now: every answer it gives is
+// the file engine's answer at now, and every deadline it writes is
+// counted from it. now is the TIME of its first read (or, for a first
+// verb that reads no key, a TIME of its own); each later read returns the
+// TIME t it read at, which Redis's own expiry follows, and t >= now. A key
+// found live at t, with its deadline d > t, was live at now too. A key
+// found absent at t > now may have expired in (now, t], when the file
+// engine would still count it live at now: so now moves forward to t,
+// which is sound while no answer given so far depends on the exact now
+// (pinned: a TTL counted from a deadline read, a lease granted, renewed
+// or released, a LeaseHeldError's Left) and every key read live so far
+// stays live at t (minLive > t). Otherwise the attempt is abandoned and
+// run again (errRetry). A key that expires after it was read is left to
+// EXEC: Redis fails EXEC when a watched key expired after its WATCH. The
+// deadlines the transaction writes are kept relative (ttl from now) and
+// resolved with the final now when MULTI/EXEC is built, so moving now
+// keeps them right.
 type tx struct {
 	s      *store
 	ctx    context.Context
 	conn   *redis.Conn // taken at the first verb, from the server (or master) of its key
 	slot   int         // in a cluster: the slot every key must share; -1 before the first
 	first  string      // the first key or lease name, for the cross-slot error
-	now    int64       // the server's TIME at the first verb, ms
-	keys   map[string]*keyState
-	leases map[string]*leaseState
-	order  []string // Redis keys in the order first written
-	broken error    // a failure that keeps the transaction from committing
-	execd  bool
+	now    int64       // the transaction's server time, ms; 0 until known
+	pinned bool        // an answer depends on the exact now: it may not move
+	// minLive is the earliest deadline of a key read live from the
+	// server (0: none): now may not move to it or past it.
+	minLive int64
+	keys    map[string]*keyState
+	leases  map[string]*leaseState
+	order   []string // Redis keys in the order first written
+	broken  error    // a failure that keeps the transaction from committing
+	execd   bool
 	// granted: a lease was granted; with wait_replicas the commit
 	// waits for the replicas (WAIT) before Update returns.
 	granted bool
 }
 
+// deadline is a deadline in the transaction: an absolute server time read
+// from the server, or a ttl the transaction wrote, counted from its final
+// now. The zero deadline is none.
+type deadline struct {
+	abs int64 // ms since the epoch, server time; 0 for none
+	rel int64 // ms after the transaction's now; 0 unless written here
+}
+
+// after returns the deadline of ttl ms from the transaction's now, or none
+// for ttl <= 0.
+func after(ttl int64) deadline {
+	if ttl <= 0 {
+		return deadline{}
+	}
+	return deadline{rel: ttl}
+}
+
+func (d deadline) none() bool { return d.abs == 0 && d.rel == 0 }
+
+// at returns the deadline in ms since the epoch for the transaction's now,
+// or 0 for none.
+func (d deadline) at(now int64) int64 {
+	if d.rel > 0 {
+		return now + d.rel
+	}
+	return d.abs
+}
+
 // keyState is the transaction's view of one key.
 type keyState struct {
-	exists   bool
-	val      string // encoded
-	deadline int64  // ms since the epoch, server time; 0 for none
-	read     bool   // read from the server (WATCHed)
-	wasLive  bool   // live when read
-	readDl   int64  // its deadline when read
-	dirty    bool
+	exists  bool
+	val     string // encoded
+	dl      deadline
+	read    bool  // read from the server (WATCHed)
+	wasLive bool  // live when read
+	readDl  int64 // its deadline when read, 0 for none
+	dirty   bool
 }
 
 // leaseState is the transaction's view of one lease hash.
@@ -106,8 +178,13 @@ type leaseState struct {
 	exists  bool
 	owner   string
 	token   int64
-	expires int64
+	expires deadline // none once released (or never granted)
 	dirty   bool
+}
+
+// live reports whether the lease is held at now.
+func (ls *leaseState) live(now int64) bool {
+	return ls.exists && ls.expires.at(now) > now
 }
 
 // close gives the connection back, unwatching what EXEC did not.
@@ -145,8 +222,8 @@ func (t *tx) usable() error {
 	return nil
 }
 
-// bind makes sure the transaction has its connection and time, on the
-// server that owns rkey, and that rkey shares the slot of every other key
+// bind makes sure the transaction has its connection, on the server that
+// owns rkey, and that rkey shares the slot of every other key
 // of the transaction. name is the statekit key or lease name.
 func (t *tx) bind(rkey, name string) error {
 	if err := t.usable(); err != nil {
@@ -169,12 +246,59 @@ func (t *tx) bind(rkey, name string) error {
 		return t.fail(t.s.fail(t.ctx, err, reads))
 	}
 	t.conn = c.Conn()
+	return nil
+}
+
+// ensureNow gives the transaction its now, when no read gave it one yet,
+// with a TIME of its own on its connection.
+func (t *tx) ensureNow() error {
+	if t.now != 0 {
+		return nil
+	}
 	tm, err := t.conn.Time(t.ctx).Result()
 	if err != nil {
 		return t.fail(t.s.fail(t.ctx, err, reads))
 	}
 	t.now = tm.UnixMilli()
 	t.s.clock.observe(t.now)
+	return nil
+}
+
+// finalNow returns the server time the transaction's answers hold at, for
+// hooks.NoteNow: its now; for one that never needed the time (only blind
+// writes, or no verb at all), a TIME read now, or without a connection
+// the store's estimate, since none of its answers depends on it. ok is
+// false when the time could not be read.
+func (t *tx) finalNow() (int64, bool) {
+	if t.now == 0 && t.conn != nil && t.broken == nil {
+		_ = t.ensureNow()
+	}
+	if t.now != 0 {
+		return t.now, true
+	}
+	if t.conn == nil {
+		return t.s.clock.nowMs(), true
+	}
+	return 0, false
+}
+
+// saw takes the server time t a read of the transaction ran at, and
+// whether it found its key (or lease) absent. The first read's time is the
+// transaction's now. A key absent at t > now may have expired after now,
+// while the file engine still counts it live at now: now moves to t, or
+// the attempt must start over when an answer already given holds only at
+// the present now (see tx).
+func (t *tx) saw(at int64, absent bool) error {
+	t.s.clock.observe(at)
+	switch {
+	case t.now == 0:
+		t.now = at
+	case absent && at > t.now:
+		if t.pinned || t.minLive != 0 && t.minLive <= at {
+			return t.fail(errRetry)
+		}
+		t.now = at
+	}
 	return nil
 }
 
@@ -217,13 +341,19 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, t.fail(err)
 	}
+	if err := t.saw(r.now(), found != 1); err != nil {
+		return nil, err
+	}
 	ks = &keyState{read: true}
 	if found == 1 {
 		ks.exists, ks.wasLive, ks.val = true, true, v
 		if at > 0 {
-			ks.deadline = at
+			ks.dl = deadline{abs: at}
+			ks.readDl = at
+			if t.minLive == 0 || at < t.minLive {
+				t.minLive = at
+			}
 		}
-		ks.readDl = ks.deadline
 	}
 	t.keys[rkey] = ks
 	return ks, nil
@@ -235,14 +365,6 @@ func (t *tx) write(key string, ks *keyState) {
 		ks.dirty = true
 		t.order = append(t.order, t.s.keyOf(key))
 	}
-}
-
-// deadline returns now+ttl, or 0 for no ttl.
-func (t *tx) deadline(ttl int64) int64 {
-	if ttl <= 0 {
-		return 0
-	}
-	return t.now + ttl
 }
 
 // Get is Get inside the transaction.
@@ -263,7 +385,7 @@ func (t *tx) Set(key string, v state.Value, ttl int64) error {
 	if err != nil {
 		return err
 	}
-	ks.exists, ks.val, ks.deadline = true, encode(v), t.deadline(ttl)
+	ks.exists, ks.val, ks.dl = true, encode(v), after(ttl)
 	t.write(key, ks)
 	return nil
 }
@@ -278,7 +400,7 @@ func (t *tx) Del(keys []string) (int, error) {
 		}
 		if ks.exists {
 			n++
-			ks.exists, ks.val, ks.deadline = false, "", 0
+			ks.exists, ks.val, ks.dl = false, "", deadline{}
 			t.write(k, ks)
 		}
 	}
@@ -292,7 +414,7 @@ func (t *tx) IncrBy(key string, delta, ttl int64) (int64, error) {
 		return 0, err
 	}
 	if !ks.exists {
-		ks.exists, ks.val, ks.deadline = true, encode(state.IntValue(delta)), t.deadline(ttl)
+		ks.exists, ks.val, ks.dl = true, encode(state.IntValue(delta)), after(ttl)
 		t.write(key, ks)
 		return delta, nil
 	}
@@ -325,14 +447,14 @@ func (t *tx) CAS(key string, exp, nv *state.Value, ttl int64) (bool, error) {
 	switch {
 	case nv == nil:
 		if ks.exists {
-			ks.exists, ks.val, ks.deadline = false, "", 0
+			ks.exists, ks.val, ks.dl = false, "", deadline{}
 			t.write(key, ks)
 		}
 	case ttl > 0:
-		ks.exists, ks.val, ks.deadline = true, encode(*nv), t.deadline(ttl)
+		ks.exists, ks.val, ks.dl = true, encode(*nv), after(ttl)
 		t.write(key, ks)
 	case !ks.exists:
-		ks.exists, ks.val, ks.deadline = true, encode(*nv), 0
+		ks.exists, ks.val, ks.dl = true, encode(*nv), deadline{}
 		t.write(key, ks)
 	default:
 		ks.val = encode(*nv)
@@ -351,9 +473,9 @@ func (t *tx) Expire(key string, ttl int64) (bool, error) {
 		return false, nil
 	}
 	if ttl <= 0 {
-		ks.exists, ks.val, ks.deadline = false, "", 0
+		ks.exists, ks.val, ks.dl = false, "", deadline{}
 	} else {
-		ks.deadline = t.deadline(ttl)
+		ks.dl = after(ttl)
 	}
 	t.write(key, ks)
 	return true, nil
@@ -368,10 +490,14 @@ func (t *tx) TTL(key string) (time.Duration, error) {
 	switch {
 	case !ks.exists:
 		return 0, state.ErrNotFound
-	case ks.deadline == 0:
+	case ks.dl.none():
 		return state.NoExpiry, nil
+	case ks.dl.rel > 0:
+		// Written here: ttl from now, whatever now ends up being.
+		return time.Duration(ks.dl.rel) * time.Millisecond, nil
 	}
-	return time.Duration(ks.deadline-t.now) * time.Millisecond, nil
+	t.pinned = true // a deadline read from the server, counted from now
+	return time.Duration(ks.dl.abs-t.now) * time.Millisecond, nil
 }
 
 // lease returns the state of a lease hash, read (and WATCHed) once.
@@ -398,9 +524,14 @@ func (t *tx) lease(name string) (*leaseState, error) {
 		if owner == "" || err1 != nil || err2 != nil || token < 1 || expires < 0 {
 			return nil, damaged("lease", name)
 		}
-		ls.exists, ls.owner, ls.token, ls.expires = true, owner, token, expires
+		ls.exists, ls.owner, ls.token, ls.expires = true, owner, token, deadline{abs: expires}
 	}
 	t.leases[rkey] = ls
+	// A lease's expiry is its hash's field, not Redis's: the time it
+	// was read at does not matter, only the transaction's now.
+	if err := t.ensureNow(); err != nil {
+		return nil, err
+	}
 	return ls, nil
 }
 
@@ -416,10 +547,14 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := ls.exists && ls.expires > t.now
+	// Every answer from here on depends on the exact now: the holder's
+	// Left, the grant's Expires.
+	t.pinned = true
+	live := ls.live(t.now)
 	if live && ls.owner != owner {
-		return nil, &state.LeaseHeldError{Name: name, Owner: ls.owner, Expires: time.UnixMilli(ls.expires),
-			Left: time.Duration(ls.expires-t.now) * time.Millisecond}
+		until := ls.expires.at(t.now)
+		return nil, &state.LeaseHeldError{Name: name, Owner: ls.owner, Expires: time.UnixMilli(until),
+			Left: time.Duration(until-t.now) * time.Millisecond}
 	}
 	if !live {
 		if ls.token == math.MaxInt64 {
@@ -427,9 +562,9 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 		}
 		ls.token++
 	}
-	ls.exists, ls.owner, ls.expires, ls.dirty = true, owner, t.now+ttl, true
+	ls.exists, ls.owner, ls.expires, ls.dirty = true, owner, after(ttl), true
 	t.granted = true
-	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(ls.expires)}, nil
+	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(t.now + ttl)}, nil
 }
 
 // held returns l's lease state when l is live, or ErrLeaseLost.
@@ -441,9 +576,10 @@ func (t *tx) held(l *state.Lease) (*leaseState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ls.exists || ls.owner != l.Owner || ls.token != l.Token || ls.expires <= t.now {
+	if !ls.live(t.now) || ls.owner != l.Owner || ls.token != l.Token {
 		return nil, state.ErrLeaseLost
 	}
+	t.pinned = true // held at now: Renew's Expires and Release's time follow now
 	return ls, nil
 }
 
@@ -453,8 +589,8 @@ func (t *tx) Renew(l *state.Lease, ttl int64) error {
 	if err != nil {
 		return err
 	}
-	ls.expires, ls.dirty = t.now+ttl, true
-	l.Expires = time.UnixMilli(ls.expires)
+	ls.expires, ls.dirty = after(ttl), true
+	l.Expires = time.UnixMilli(t.now + ttl)
 	return nil
 }
 
@@ -464,7 +600,7 @@ func (t *tx) Release(l *state.Lease) error {
 	if err != nil {
 		return err
 	}
-	ls.expires, ls.dirty = 0, true
+	ls.expires, ls.dirty = deadline{}, true
 	l.Expires = time.UnixMilli(t.now)
 	return nil
 }
@@ -475,23 +611,27 @@ func (t *tx) commit() error {
 	if t.conn == nil {
 		return nil
 	}
+	// The deadlines written are counted from the final now.
+	if err := t.ensureNow(); err != nil {
+		return err
+	}
 	_, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		for _, rkey := range t.order {
 			ks := t.keys[rkey]
 			switch {
 			case !ks.exists:
 				p.Del(t.ctx, rkey)
-			case ks.wasLive && ks.deadline == ks.readDl:
+			case ks.wasLive && ks.dl == deadline{abs: ks.readDl}:
 				p.Do(t.ctx, "SET", rkey, ks.val, "KEEPTTL")
-			case ks.deadline == 0:
+			case ks.dl.none():
 				p.Do(t.ctx, "SET", rkey, ks.val)
 			default:
-				p.Do(t.ctx, "SET", rkey, ks.val, "PXAT", ks.deadline)
+				p.Do(t.ctx, "SET", rkey, ks.val, "PXAT", ks.dl.at(t.now))
 			}
 		}
 		for rkey, ls := range t.leases {
 			if ls.dirty {
-				p.HSet(t.ctx, rkey, "owner", ls.owner, "token", ls.token, "expires", ls.expires)
+				p.HSet(t.ctx, rkey, "owner", ls.owner, "token", ls.token, "expires", ls.expires.at(t.now))
 			}
 		}
 		return nil

@@ -3,7 +3,7 @@
 -- ttl ms, 0 for none (a swap keeps the deadline, a create has none).
 -- Returns {swapped 1/0, now}.
 local now = now_ms()
-local cur = live_get(KEYS[1])
+local cur = live_get(KEYS[1], now)
 local ttl = tonumber(ARGV[5])
 if ARGV[1] == '1' then
   if cur ~= ARGV[2] then return {0, now} end

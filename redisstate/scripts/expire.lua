@@ -3,11 +3,11 @@
 local now = now_ms()
 local ttl = tonumber(ARGV[1])
 if ttl <= 0 then
-  local live = live_get(KEYS[1])
+  local live = live_get(KEYS[1], now)
   redis.call('DEL', KEYS[1])
   if live then return {1, now} end
   return {0, now}
 end
-if not live_get(KEYS[1]) then return {0, now} end
+if not live_get(KEYS[1], now) then return {0, now} end
 redis.call('PEXPIREAT', KEYS[1], fmt_ms(now + ttl))
 return {1, now}

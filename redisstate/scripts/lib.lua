@@ -14,24 +14,33 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- live_get returns the value of a live key, or nil. Redis keeps a key
--- through its deadline's millisecond; statekit's file engine counts it
--- gone from that millisecond on (live while deadline > now), and so does
--- this: a key with no time left is absent.
-local function live_get(key)
-  local v = redis.call('GET', key)
-  if v and redis.call('PTTL', key) == 0 then return nil end
-  return v
-end
-
--- deadline_of returns a live key's deadline in ms since the epoch, or -1
--- for none: PEXPIRETIME where the server has it (Redis 7), else now + PTTL.
+-- deadline_of returns a key's deadline in ms since the epoch, or -1 for
+-- none (or no key): PEXPIRETIME where the server has it (Redis 7), else
+-- now + PTTL, which Redis counts from a clock reading after the script's
+-- TIME, so it may fall a millisecond short there.
 local function deadline_of(key, now)
   local at = redis.pcall('PEXPIRETIME', key)
-  if type(at) == 'number' then return at end
+  if type(at) == 'number' then
+    if at < 0 then return -1 end
+    return at
+  end
   local p = redis.call('PTTL', key)
   if p < 0 then return -1 end
   return now + p
+end
+
+-- live_get returns the value of a key live at now (the script's TIME) and
+-- its deadline (-1 for none), or nil. Redis keeps a key through its
+-- deadline's millisecond, and judges it by a clock reading of its own;
+-- statekit's file engine counts it gone from that millisecond on (live
+-- while deadline > now), and so does this, at the script's now, whatever
+-- Redis's own reading says.
+local function live_get(key, now)
+  local v = redis.call('GET', key)
+  if not v then return nil, -1 end
+  local at = deadline_of(key, now)
+  if at >= 0 and at <= now then return nil, -1 end
+  return v, at
 end
 
 local function fmt_ms(n)
@@ -96,7 +105,7 @@ end
 -- ttl > 0 gives a key it creates the deadline now + ttl. It returns a code
 -- (0 done, 1 not an integer, 2 overflow, 3 damaged) and the new value.
 local function incr(key, dh, dl, ttl, now)
-  local cur = live_get(key)
+  local cur = live_get(key, now)
   if not cur then
     local s = fmt_int(add(dh, dl, 0, 0))
     if ttl > 0 then
