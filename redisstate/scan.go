@@ -99,16 +99,35 @@ type rawKey struct {
 }
 
 // readKeys reads the values and deadlines of Redis keys (all under prefix+"k:")
-// and the server time; keys gone since the listing are left out.
+// and the server time they are live at; keys gone since the listing are
+// left out. The time is read after the keys, in the same pipeline (so on
+// the same server): a key Redis expired before its read had expired by
+// then too, and one read present but with its deadline at or before then
+// is left out, so every key reported was live at the time returned, as a
+// page of the file engine's Scan is at its now.
 func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
-	now, err := s.serverNow(ctx)
-	if err != nil {
-		return nil, 0, err
+	if len(rkeys) == 0 {
+		now, err := s.serverNow(ctx)
+		return nil, now, err
 	}
 	gets := make([]*redis.StringCmd, len(rkeys))
 	ats := make([]*redis.Cmd, len(rkeys))
 	old := s.noExpireTime.Load()
-	_, err = s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// One server: its TIME in the pipeline, before and after the keys.
+	// A cluster's pipeline goes to several masters: TIME is read from one
+	// of them before and after it.
+	var before, after *redis.TimeCmd
+	var start, now int64
+	if s.cluster != nil {
+		var err error
+		if start, err = s.serverNow(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	_, err := s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if s.cluster == nil {
+			before = p.Time(ctx)
+		}
 		for i, k := range rkeys {
 			gets[i] = p.Get(ctx, k)
 			if old {
@@ -117,10 +136,26 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 				ats[i] = p.Do(ctx, "PEXPIRETIME", k)
 			}
 		}
+		if s.cluster == nil {
+			after = p.Time(ctx)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) && isNetError(err) {
 		return nil, 0, s.fail(ctx, err, reads)
+	}
+	if s.cluster != nil {
+		if now, err = s.serverNow(ctx); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		t0, err0 := before.Result()
+		t1, err1 := after.Result()
+		if err := errors.Join(err0, err1); err != nil {
+			return nil, 0, s.fail(ctx, err, reads)
+		}
+		start, now = t0.UnixMilli(), t1.UnixMilli()
+		s.clock.observe(now)
 	}
 	base := len(s.cfg.prefix) + len("k:")
 	out := make([]rawKey, 0, len(rkeys))
@@ -144,7 +179,7 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		switch {
 		case gerr != nil || at < 0:
 		case old:
-			r.at = now + at
+			r.at = start + at // PTTL counts from a time after start: at most a little early
 		default:
 			r.at = at
 		}

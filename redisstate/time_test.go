@@ -135,6 +135,18 @@ func TestVerbsNoteTheirServerTime(t *testing.T) {
 	require.ErrorIs(t, err, oops)
 	at := n.one(t, "an aborted update")
 	assert.GreaterOrEqual(t, at, before)
+
+	// So does one that only wrote blind before it failed: its time is
+	// read at its first verb.
+	before = serverMs(t, rc)
+	err = db.Update(ctx, func(tx *state.Tx) error {
+		require.NoError(t, tx.Set("blind", 2, state.TTL(time.Minute)))
+		return oops
+	})
+	require.ErrorIs(t, err, oops)
+	at = n.one(t, "an aborted update that wrote blind")
+	assert.GreaterOrEqual(t, at, before)
+	assert.LessOrEqual(t, at, serverMs(t, rc))
 }
 
 // TestTTLCountsFromTheScriptsTime: TTL is the deadline less the server

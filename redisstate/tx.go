@@ -99,7 +99,7 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error) error {
 // The transaction claims one server time, now: every answer it gives is
 // the file engine's answer at now, and every deadline it writes is
 // counted from it. now is the TIME of its first read (or, for a first
-// verb that reads no key, a TIME of its own); each later read returns the
+// verb that reads no key, a TIME of its own, read then); each later read returns the
 // TIME t it read at, which Redis's own expiry follows, and t >= now. A key
 // found live at t, with its deadline d > t, was live at now too. A key
 // found absent at t > now may have expired in (now, t], when the file
@@ -265,18 +265,14 @@ func (t *tx) ensureNow() error {
 }
 
 // finalNow returns the server time the transaction's answers hold at, for
-// hooks.NoteNow: its now; for one that never needed the time (only blind
-// writes, or no verb at all), a TIME read now, or without a connection
-// the store's estimate, since none of its answers depends on it. ok is
-// false when the time could not be read.
+// hooks.NoteNow: its now, which its first verb set; for a transaction
+// without a verb, which answered nothing, the store's estimate. ok is
+// false when its first verb failed before it had a time.
 func (t *tx) finalNow() (int64, bool) {
-	if t.now == 0 && t.conn != nil && t.broken == nil {
-		_ = t.ensureNow()
-	}
-	if t.now != 0 {
+	switch {
+	case t.now != 0:
 		return t.now, true
-	}
-	if t.conn == nil {
+	case t.conn == nil:
 		return t.s.clock.nowMs(), true
 	}
 	return 0, false
@@ -323,6 +319,12 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 		return ks, nil // read before, or overwritten whole by a blind write
 	}
 	if !read {
+		// A blind write reads nothing, but the transaction claims its
+		// time from its first verb on: one that only writes blind and
+		// then fails has answered at it.
+		if err := t.ensureNow(); err != nil {
+			return nil, err
+		}
 		ks = &keyState{}
 		t.keys[rkey] = ks
 		return ks, nil
