@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/statekit/statekit/internal/lockwait"
 	"github.com/statekit/statekit/state/vfs"
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -22,14 +23,14 @@ import (
 // statement, from that statement: a verb queued behind a sweep that was
 // itself waiting for a stopped process waited up to twice the timeout. So
 // the handle's connection has a busy handler of the engine's (busyHandler):
-// it keeps SQLite's schedule of retries (1, 2, 5, 10 ms ... up to 100 ms
-// apart) and stops once the verb's waits add up to the timeout, or once
-// its context is done. The waits for the handle's lock and in the queue are
-// measured by the injected clock (Clock.Monotonic); the busy handler counts
-// the pauses it asks for, as SQLite's does (time the verb spends running
+// it retries on a schedule of its own (busyDelays) and stops once the
+// verb's waits add up to the timeout, or once its context is done. The
+// waits for the handle's lock and in the queue are measured by the
+// injected clock (Clock.Monotonic); the busy handler counts the pauses it
+// asks for, or on a real timer what it slept (time the verb spends running
 // is not waiting). It sleeps through the clock when it is a Sleeper (so a
 // simulator decides), else through the FS's vfs.Sleeper, else on a real
-// timer.
+// timer (a precise one below a millisecond: sleep.go).
 //
 // A holder of the handle's lock holds it at most for its own budget, which
 // began before the budget of a verb queued behind it, so a verb queued
@@ -48,14 +49,47 @@ type waitBudget struct {
 	grace  time.Duration   // of slept, what it slept past the budget (busyGrace)
 }
 
-// busyDelays is the schedule of SQLite's default busy handler
-// (sqliteDefaultBusyCallback): the pause before each retry, then 100 ms.
-var busyDelays = [...]time.Duration{1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100}
+// busyDelays is the pause before each retry of a statement that found the
+// file locked by another process, then its last entry. Another process's
+// write holds the lock for tens of microseconds, so a waiter that sleeps
+// milliseconds leaves the file free most of the time it sleeps (SQLite's
+// own schedule, sqliteBusyDelays, reaches 100 ms after 12 tries: a process
+// that kept missing the lock slept while others took it in turns). The
+// engine's first retries come within a tenth of a millisecond and the
+// pauses stay short; README's performance section has the measurements
+// this schedule was chosen by.
+var busyDelays = []time.Duration{
+	50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
+	500 * time.Microsecond, time.Millisecond,
+}
+
+// sqliteBusyDelays is the schedule of SQLite's default busy handler
+// (sqliteDefaultBusyCallback), which the engine used before busyDelays:
+// statebench runs it beside the engine's (internal/lockwait).
+var sqliteBusyDelays = []time.Duration{1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 15 * time.Millisecond, 20 * time.Millisecond, 25 * time.Millisecond,
+	25 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond}
+
+// busyEntry is what the busy handler is registered with: the handle and
+// its schedule.
+type busyEntry struct {
+	db     *DB
+	delays []time.Duration
+}
+
+// busySchedule returns the schedule a handle opened now uses.
+func busySchedule() []time.Duration {
+	if lockwait.Get() == lockwait.SQLite {
+		return sqliteBusyDelays
+	}
+	return busyDelays
+}
 
 // busyHandles maps the argument the busy handler is registered with to
 // its handle.
 var (
-	busyHandles sync.Map // uintptr -> *DB
+	busyHandles sync.Map // uintptr -> *busyEntry
 	busyIDs     atomic.Uintptr
 )
 
@@ -71,7 +105,7 @@ func (db *DB) installBusyHandler(conn *sql.Conn) bool {
 			return nil
 		}
 		id := busyIDs.Add(1)
-		busyHandles.Store(id, db)
+		busyHandles.Store(id, &busyEntry{db: db, delays: busySchedule()})
 		var fp uintptr
 		*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&fp)) = busyHandler
 		tls := libc.NewTLS()
@@ -117,7 +151,8 @@ func busyHandler(_ *libc.TLS, arg uintptr, count int32) int32 {
 	if !ok {
 		return 0
 	}
-	if v.(*DB).busyRetry(int(count)) {
+	e := v.(*busyEntry)
+	if e.db.busyRetry(e.delays, int(count)) {
 		return 1
 	}
 	return 0
@@ -126,8 +161,8 @@ func busyHandler(_ *libc.TLS, arg uintptr, count int32) int32 {
 // busyRetry waits before the count-th retry of a statement that found the
 // file locked, and reports whether to retry: not once the waits of the
 // verb holding the handle's lock add up to the busy timeout, and a grace
-// of millisecond retries is spent. Callers hold mu.
-func (db *DB) busyRetry(count int) bool {
+// of millisecond retries is spent. delays is the schedule. Callers hold mu.
+func (db *DB) busyRetry(delays []time.Duration, count int) bool {
 	w := &db.wait
 	var done <-chan struct{}
 	if w.ctx != nil {
@@ -136,7 +171,7 @@ func (db *DB) busyRetry(count int) bool {
 		}
 		done = w.ctx.Done()
 	}
-	d := busyDelays[min(count, len(busyDelays)-1)] * time.Millisecond
+	d := delays[min(count, len(delays)-1)]
 	if left := w.limit - w.waited - w.slept; left > 0 {
 		d = min(d, left)
 	} else if w.grace < min(busyGrace(w.limit), w.waited) {
@@ -145,7 +180,14 @@ func (db *DB) busyRetry(count int) bool {
 	} else {
 		return false
 	}
-	db.cfg.sleepStop(d, done)
+	began := db.cfg.clock.Monotonic()
+	if db.cfg.sleepStop(d, done) {
+		// A real timer wakes late (by up to a millisecond's slack): count
+		// what it slept, so that many short pauses do not stretch the
+		// budget. A clock or FS that decides sleeps is taken at its word:
+		// a simulated clock may have moved on far past d meanwhile.
+		d = max(d, db.cfg.clock.Monotonic()-began)
+	}
 	w.slept += d
 	return true
 }
@@ -171,15 +213,20 @@ func (db *DB) noWait() { db.wait = waitBudget{} }
 
 // sleepStop waits d: through the clock when it is a Sleeper (until stop is
 // closed), else through the FS when it decides what SQLite's sleeps do,
-// else on a real timer.
-func (c config) sleepStop(d time.Duration, stop <-chan struct{}) {
+// else on a real timer, and then reports true.
+func (c config) sleepStop(d time.Duration, stop <-chan struct{}) (real bool) {
 	if s, ok := c.clock.(Sleeper); ok {
 		s.Sleep(d, stop)
-		return
+		return false
 	}
 	if s, ok := c.fs.(vfs.Sleeper); ok {
 		s.Sleep(d)
-		return
+		return false
+	}
+	if d < time.Millisecond {
+		preciseSleep(d) // time.Sleep rounds a pause up to a millisecond or more
+		return true
 	}
 	time.Sleep(d)
+	return true
 }

@@ -42,8 +42,9 @@ type env struct {
 	count       int    // rounds, each running both sides
 	rows        int    // rows of the sweep and open scenarios
 	goroutines  int    // goroutines of the concurrent scenarios
-	procs       int    // processes of the multi-process scenario
+	procs       []int  // process counts of the multi-process scenario
 	exe         string // this binary, re-executed for the multi-process scenario
+	wait        string // how the multi-process scenario's processes wait for the lock (procs.go)
 	sweepRandom bool   // the sweep's rows expire in an order unrelated to their keys
 	log         io.Writer
 	files       int
@@ -102,7 +103,8 @@ func run() error {
 	count := flag.Int("count", 3, "rounds; each runs the subject and the baseline, alternating which goes first")
 	rows := flag.Int("rows", 1_000_000, "rows in the sweep and open scenarios (use a small value in CI)")
 	goroutines := flag.Int("goroutines", 8, "goroutines in the hot-key and buffered scenarios")
-	procs := flag.Int("procs", 4, "processes in the multi-process scenario")
+	procs := flag.String("procs", "2,4,8", "process counts of the multi-process scenario, comma separated")
+	wait := flag.String("wait", waitEngine, "how the multi-process scenario's processes wait for another's lock: engine, sqlite (SQLite's busy schedule, as before issue 14) or flock")
 	dir := flag.String("dir", "", "directory for the database files (default: a new directory under the system temp dir)")
 	keep := flag.Bool("keep", false, "keep the database files")
 	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")
@@ -118,8 +120,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if *count < 1 || *rows < 1 || *goroutines < 1 || *procs < 1 {
-		return errors.New("-count, -rows, -goroutines and -procs must be positive")
+	if *wait != waitEngine && *wait != waitSQLite && *wait != waitFlock {
+		return fmt.Errorf("-wait %q: want engine, sqlite or flock", *wait)
+	}
+	if *count < 1 || *rows < 1 || *goroutines < 1 {
+		return errors.New("-count, -rows and -goroutines must be positive")
+	}
+	procCounts, err := parseCounts(*procs)
+	if err != nil {
+		return fmt.Errorf("-procs: %w", err)
 	}
 	re, err := regexp.Compile(*runRE)
 	if err != nil {
@@ -144,7 +153,7 @@ func run() error {
 		defer os.RemoveAll(work)
 	}
 	e := &env{ctx: context.Background(), dir: work, bt: bt, count: *count, rows: *rows,
-		goroutines: *goroutines, procs: *procs, exe: exe, log: os.Stderr, sweepRandom: *sweepOrder == "random"}
+		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: os.Stderr, sweepRandom: *sweepOrder == "random"}
 	rep := newReport(e)
 	e.logf("files in %s; benchtime %v, count %d, rows %d", work, bt, *count, *rows)
 	for _, s := range scenarios {
