@@ -128,12 +128,15 @@ var canaries = []struct {
 	{"cas-ignores-type", []string{sim.CheckLinearizability, sim.CheckEngineError}, 0, nil},
 	{"lease-two-statements", []string{sim.CheckLinearizability, sim.CheckFencing}, 0, nil},
 	{"group-early-answer", []string{sim.CheckLinearizability, sim.CheckCounter}, 20, nil},
-	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter}, 0, nil},
+	// Lease verbs group too (issue 14): a leaked ErrLeaseHeld or
+	// ErrLeaseLost can make a grant look granted, which fencing sees.
+	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter, sim.CheckFencing}, 0, nil},
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
 		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress}, 40,
 		func(c *sim.Config) { c.Rates.SyncError = 0.1 }},
 	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 0,
 		func(c *sim.Config) { c.Rates.DiskFull = 0.05 }},
+	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 0, nil},
 }
 
 func TestCanaries(t *testing.T) {

@@ -34,6 +34,19 @@ import (
 // did not commit. A verb alone in the queue runs alone, in autocommit,
 // exactly as do runs it.
 //
+// Lease grants group too: a grant must commit with synchronous=FULL, which
+// syncs the WAL and with it every commit before it, so grants called at the
+// same moment share one FULL commit (one sync) instead of each waiting for
+// its own. A grant in a group makes the whole group FULL: the connection is
+// switched to synchronous=FULL before BEGIN (it cannot change inside a
+// transaction) and back after COMMIT, and no verb of the group, a grant
+// least of all, is answered before that COMMIT, and so its sync, is done. A
+// grant alone in the queue commits FULL in autocommit, as before. Renew and
+// Release group as the simple writes do (NORMAL unless a grant is in the
+// group). A grant's ErrLeaseHeld, and Renew's and Release's ErrLeaseLost,
+// stay with their verb, as ErrNotInteger does: the statement changed
+// nothing.
+//
 // Sweep batches queue with these verbs, each run alone, so that a sweep and
 // the verbs called beside it take turns (see doQueued).
 
@@ -53,6 +66,7 @@ type pending struct {
 	start  time.Duration // Clock.Monotonic() when the verb joined the queue
 	waited time.Duration // how long it waited in the queue, set when it is taken (busy.go)
 	a      access        // grouped, or sweeping: a batch that runs alone
+	full   bool          // a lease grant: its commit is synchronous=FULL (lease.go)
 	fn     func(now int64) error
 	err    error         // the result, written before state becomes opDone
 	state  atomic.Int32  // opWaiting, opDone or opLead
@@ -132,14 +146,26 @@ func (q *queue) oldest() *pending {
 // are free to queue their next verb while a group runs; whoever unlocks
 // appoints the caller of the oldest verb still queued to lead next.
 func (db *DB) doQueued(ctx context.Context, a access, fn func(now int64) error) error {
+	return db.enqueue(ctx, &pending{ctx: ctx, a: a, fn: fn})
+}
+
+// doGrant is doQueued for a lease grant, whose commit must be FULL: alone
+// or in a group that it makes FULL (see the package comment above).
+func (db *DB) doGrant(ctx context.Context, fn func(now int64) error) error {
+	return db.enqueue(ctx, &pending{ctx: ctx, a: grouped, full: true, fn: fn})
+}
+
+// enqueue queues p and returns its result (doQueued).
+func (db *DB) enqueue(ctx context.Context, p *pending) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
 	}
 	if s := db.cfg.sched; s != nil {
 		s.Wait(nil) // joining the queue is a scheduling point
 	}
-	start := db.cfg.clock.Monotonic()
-	p := &pending{ctx: ctx, start: start, a: a, fn: fn, wake: make(chan struct{}, 1)}
+	a := p.a
+	p.start = db.cfg.clock.Monotonic()
+	p.wake = make(chan struct{}, 1)
 	alone := db.q.push(p)
 	// A sweep batch takes the lock at once only if no verb is queued
 	// before it: it waits its turn, so verbs and batches alternate.
@@ -301,7 +327,11 @@ func (db *DB) runAlone(o *pending, now int64) error {
 		return err
 	}
 	db.setWait(o.ctx, o.waited)
-	if err := db.note(o.fn(now)); err != nil {
+	fn := o.fn
+	if o.full {
+		fn = func(now int64) error { return db.grantAlone(o.ctx, func() error { return o.fn(now) }) }
+	}
+	if err := db.note(fn(now)); err != nil {
 		return err
 	}
 	if o.a == sweeping {
@@ -318,6 +348,15 @@ func (db *DB) runAlone(o *pending, now int64) error {
 // handle. On false nothing of it is left and no op is done. Callers hold
 // mu.
 func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
+	full := db.fullGroup(ops)
+	if full {
+		// A grant is in the group: the commit syncs (lease.go).
+		if _, err := db.conn.ExecContext(ctx, syncFullSQL); err != nil {
+			return false
+		}
+		defer func() { _, _ = db.conn.ExecContext(context.WithoutCancel(ctx), syncNormalSQL) }()
+	}
+	pages := db.pagesWritten()
 	if err := db.begin(ctx); err != nil {
 		return false
 	}
@@ -331,7 +370,8 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	for i, o := range ops {
 		err := o.fn(now)
 		switch {
-		case err == nil || errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow):
+		case err == nil || errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow) ||
+			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseLost):
 			errs[i] = err
 		case fatal(err):
 			db.failGroup(ops, err)
@@ -348,6 +388,9 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 			o.finish(errs[i])
 		}
 	}
+	if db.cfg.bugs.Has(bugs.GroupedGrantEarly) {
+		bugAnswerGrants(ops, errs)
+	}
 	if _, err := db.st.commit.ExecContext(context.WithoutCancel(ctx)); err != nil {
 		if err = classify(ctx, err); fatal(err) {
 			db.failGroup(ops, err)
@@ -356,6 +399,18 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		return false
 	}
 	committed = true
+	if full && (pages < 0 || db.pagesWritten() == pages) {
+		// The group wrote nothing (a holder asked again for the deadline
+		// it has): its COMMIT synced nothing, and a grant must leave every
+		// commit before it durable.
+		if _, err := db.st.touch.ExecContext(context.WithoutCancel(ctx)); err != nil {
+			// The group committed but may not be durable, and a token
+			// must never be handed out twice: end the handle.
+			err = fmt.Errorf("%w: lease granted and committed, but its sync failed (%v); reopen the file", ErrIO, classify(ctx, err))
+			db.failGroup(ops, err)
+			return true
+		}
+	}
 	for i, o := range ops {
 		if errs[i] == nil {
 			db.bg.ckpt.wrote(1)
@@ -366,8 +421,23 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	return true
 }
 
+// fullGroup reports whether ops must commit with synchronous=FULL: one of
+// them is a grant, and the handle's commits are not FULL already.
+func (db *DB) fullGroup(ops []*pending) bool {
+	if db.cfg.sync == SyncFull || db.cfg.bugs.Has(bugs.LeaseNormalSync) {
+		return false
+	}
+	for _, o := range ops {
+		if o.full {
+			return true
+		}
+	}
+	return false
+}
+
 // failGroup ends the handle on a fatal error met inside a group and gives
-// every verb of it that error: nothing of the group committed, and after
+// every verb of it that error: nothing of the group committed (or, for a
+// grant's sync that failed after COMMIT, it may not be durable), and after
 // an I/O error nothing is retried. Callers hold mu.
 func (db *DB) failGroup(ops []*pending, err error) {
 	err = db.note(err)

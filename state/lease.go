@@ -66,24 +66,42 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 		return l, db.named("lease", keyName(name), err)
 	}
 	var l *Lease
-	err = db.do(ctx, writing, func(now int64) error {
-		return db.durably(ctx, func() (err error) {
-			before := db.pagesWritten()
-			if l, err = db.lease(ctx, now, name, owner, ms); err != nil {
-				return err
-			}
-			if before < 0 || db.pagesWritten() == before {
-				// The holder asked again for the deadline it has: SQLite
-				// writes nothing for a row overwritten with the same bytes,
-				// so nothing would be synced, and the grant must leave
-				// every commit before it durable, like any other.
-				_, err = db.st.touch.ExecContext(ctx)
-				return classify(ctx, err)
-			}
-			return nil
+	grant := func(now int64) (err error) {
+		l, err = db.lease(ctx, now, name, owner, ms)
+		return err
+	}
+	if db.cfg.bugs.Has(bugs.LeaseTwoStatements) {
+		// The planted two-statement grant runs alone, in autocommit: a
+		// group's transaction would make its two statements one.
+		err = db.do(ctx, writing, func(now int64) error {
+			return db.grantAlone(ctx, func() error { return grant(now) })
 		})
-	})
+		return l, db.named("lease", keyName(name), err)
+	}
+	// Grants called at the same moment share one FULL commit (group.go).
+	err = db.doGrant(ctx, grant)
 	return l, db.named("lease", keyName(name), err)
+}
+
+// grantAlone runs grant, a lease grant in autocommit, so that its commit
+// is synced (synchronous=FULL) before it returns, and with it every commit
+// before it. Callers hold mu.
+func (db *DB) grantAlone(ctx context.Context, grant func() error) error {
+	return db.durably(ctx, func() error {
+		before := db.pagesWritten()
+		if err := grant(); err != nil {
+			return err
+		}
+		if before < 0 || db.pagesWritten() == before {
+			// The holder asked again for the deadline it has: SQLite
+			// writes nothing for a row overwritten with the same bytes,
+			// so nothing would be synced, and the grant must leave every
+			// commit before it durable, like any other.
+			_, err := db.st.touch.ExecContext(ctx)
+			return classify(ctx, err)
+		}
+		return nil
+	})
 }
 
 // Renew moves the deadline of l to ttl from now and updates l.Expires. It
@@ -99,7 +117,7 @@ func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Renew(ctx, l, ms) })
 		return db.named("renew", subject, err)
 	}
-	return db.named("renew", subject, db.do(ctx, writing, func(now int64) error { return db.renew(ctx, now, l, ms) }))
+	return db.named("renew", subject, db.do(ctx, grouped, func(now int64) error { return db.renew(ctx, now, l, ms) }))
 }
 
 // Release ends l at once, keeping its token so the next grant gets a higher
@@ -112,7 +130,7 @@ func (db *DB) Release(ctx context.Context, l *Lease) error {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Release(ctx, l) })
 		return db.named("release", leaseName(l), err)
 	}
-	return db.named("release", leaseName(l), db.do(ctx, writing, func(now int64) error { return db.release(ctx, now, l) }))
+	return db.named("release", leaseName(l), db.do(ctx, grouped, func(now int64) error { return db.release(ctx, now, l) }))
 }
 
 // pagesWritten returns how many pages the handle's connection has written

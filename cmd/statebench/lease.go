@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/statekit/statekit/state"
@@ -65,11 +66,36 @@ func runLease(e *env) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Grant and release pairs from many goroutines, each on a name of its
+	// own, against one goroutine: grants called at the same moment share
+	// one FULL commit.
+	g := e.goroutines
+	pairs := func(goroutines int) func(budget) (sample, error) {
+		return func(b budget) (sample, error) {
+			var next atomic.Int64
+			return spread(b, goroutines, func(per budget) (sample, error) {
+				name := "pair:" + strconv.FormatInt(next.Add(1), 10)
+				return loop(per, func() error {
+					l, err := db.Lease(e.ctx, name, "owner", time.Minute)
+					if err != nil {
+						return err
+					}
+					return db.Release(e.ctx, l)
+				})
+			}, nil)
+		}
+	}
+	many, one, err := interleaveWith(e, pairs(g), pairs(1), steady)
+	if err != nil {
+		return nil, err
+	}
 	baseline := "append+" + datasyncName
-	g := ratioResult("lease", gs.measure("Lease grant"), fs.measure(baseline), 0.8)
-	g.Notes = append(g.Notes, fmt.Sprintf("Lease grant: a new lease name each time, each grant a synchronous=FULL commit, after %d untimed grants so the WAL has wrapped once (until it has, commits append to the WAL and cost about twice as much); the baseline appends 64 bytes and calls %s", leaseWarmOps, datasyncName))
+	gr := ratioResult("lease", gs.measure("Lease grant"), fs.measure(baseline), 0.8)
+	gr.Notes = append(gr.Notes, fmt.Sprintf("Lease grant: a new lease name each time, each grant a synchronous=FULL commit, after %d untimed grants so the WAL has wrapped once (until it has, commits append to the WAL and cost about twice as much); the baseline appends 64 bytes and calls %s", leaseWarmOps, datasyncName))
 	r := ratioResult("lease", rs.measure("Lease+Release"), fs2.measure(baseline), 0)
 	r.Target = ""
 	r.Notes = append(r.Notes, "Lease+Release: one name granted and released, a FULL and a NORMAL commit per operation; for comparison")
-	return []Result{g, r}, nil
+	p := ratioResult("lease", many.measure(fmt.Sprintf("Lease+Release x%d goroutines", g)), one.measure("Lease+Release x1"), 3)
+	p.Notes = append(p.Notes, fmt.Sprintf("Lease+Release x%d goroutines: each goroutine grants and releases a name of its own; grants called at the same moment share one FULL commit", g))
+	return []Result{gr, r, p}, nil
 }

@@ -54,6 +54,10 @@ const (
 	// FlushLosesConcurrent puts a failed flush's deltas back into the
 	// buffer by overwriting, so increments buffered meanwhile vanish.
 	FlushLosesConcurrent
+	// GroupedGrantEarly answers the lease grants of a group commit before
+	// the group's COMMIT, and so its FULL sync, has run: a crash or power
+	// loss then can take back a token its caller holds.
+	GroupedGrantEarly
 	lastBug
 )
 
@@ -72,6 +76,7 @@ var names = map[Bug]string{
 	GroupErrorLeak:            "group-error-leak",
 	CheckpointAfterFailedSync: "checkpoint-after-failed-sync",
 	FlushLosesConcurrent:      "flush-loses-concurrent",
+	GroupedGrantEarly:         "grouped-grant-early",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
