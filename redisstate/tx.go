@@ -329,10 +329,7 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 		t.keys[rkey] = ks
 		return ks, nil
 	}
-	if err := t.conn.Do(t.ctx, "WATCH", rkey).Err(); err != nil {
-		return nil, t.cmdErr(err)
-	}
-	res, err := readScript.Run(t.ctx, t.conn, []string{rkey}).Slice()
+	res, err := t.watchAndRead(rkey)
 	if err != nil {
 		return nil, t.cmdErr(err)
 	}
@@ -359,6 +356,33 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 	}
 	t.keys[rkey] = ks
 	return ks, nil
+}
+
+// watchAndRead WATCHes rkey and runs the read script on it, in one round
+// trip (a transaction's time open is what other writers have to conflict
+// with it). A server that lost the script (NOSCRIPT, after a restart)
+// gets it again after the WATCH, which holds.
+func (t *tx) watchAndRead(rkey string) ([]any, error) {
+	var watch *redis.Cmd
+	var read *redis.Cmd
+	_, err := t.conn.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		watch = p.Do(t.ctx, "WATCH", rkey)
+		read = p.EvalSha(t.ctx, readScript.Hash(), []string{rkey})
+		return nil
+	})
+	if werr := watch.Err(); werr != nil {
+		return nil, werr
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		return nil, err
+	}
+	if err := read.Err(); err != nil {
+		if !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return nil, err
+		}
+		return readScript.Run(t.ctx, t.conn, []string{rkey}).Slice()
+	}
+	return read.Slice()
 }
 
 // write marks key's state changed.
@@ -511,10 +535,20 @@ func (t *tx) lease(name string) (*leaseState, error) {
 	if ls := t.leases[rkey]; ls != nil {
 		return ls, nil
 	}
-	if err := t.conn.Do(t.ctx, "WATCH", rkey).Err(); err != nil {
+	var watch *redis.Cmd
+	var get *redis.SliceCmd
+	_, err := t.conn.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		watch = p.Do(t.ctx, "WATCH", rkey)
+		get = p.HMGet(t.ctx, rkey, "owner", "token", "expires")
+		return nil
+	})
+	if err == nil {
+		err = watch.Err()
+	}
+	if err != nil {
 		return nil, t.cmdErr(err)
 	}
-	f, err := t.conn.HMGet(t.ctx, rkey, "owner", "token", "expires").Result()
+	f, err := get.Result()
 	if err != nil {
 		return nil, t.cmdErr(err)
 	}

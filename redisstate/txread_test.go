@@ -1,0 +1,43 @@
+package redisstate_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUpdateReadsAfterTheServerLostItsScripts: a transaction's read sends
+// WATCH and the read script together; a server without the script
+// (SCRIPT FLUSH, as after a restart) gets it again, and the WATCH still
+// holds: a write by another client between the read and EXEC runs the
+// callback again.
+func TestUpdateReadsAfterTheServerLostItsScripts(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	redisCmd(t, srv, "SCRIPT", "FLUSH")
+	var runs atomic.Int64
+	err := db.Update(ctx, func(tx *state.Tx) error {
+		if runs.Add(1) == 1 {
+			redisCmd(t, srv, "SCRIPT", "FLUSH")
+		}
+		v, err := tx.Get("k")
+		if err != nil {
+			return err
+		}
+		if runs.Load() == 1 {
+			// Another client writes the key the transaction read.
+			redisCmd(t, srv, "SET", "t:k:k", "i:5")
+		}
+		n, _ := v.Int()
+		return tx.Set("copy", n)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), runs.Load(), "the watched key changed under the first attempt")
+	v, err := db.Get(ctx, "copy")
+	require.NoError(t, err)
+	assert.Equal(t, "5", v.String())
+}
