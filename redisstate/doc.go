@@ -78,9 +78,15 @@
 //
 // Deadlines are absolute times of the Redis server's clock: each script
 // reads TIME and writes now+ttl, so every client agrees whatever its own
-// clock says. A key is live while its deadline is after the server's now,
-// as in the file engine (Redis itself keeps a key through its deadline's
-// millisecond; the scripts treat it as gone then). A clock step on the
+// clock says. A key is live while its deadline is after the script's now,
+// as in the file engine: the scripts compare the key's deadline
+// (PEXPIRETIME) with their own TIME, since Redis itself keeps a key
+// through its deadline's millisecond and counts PTTL from a clock reading
+// of its own, a moment after the script's TIME. TTL is the deadline less
+// that TIME, and so is a held lease's Left; every answer holds at the
+// time the script reports with it. Del and Flush look at the type of each
+// of their keys before they write, so a key of another Redis type never
+// stops them halfway (Del fails whole; Flush drops that key's delta). A clock step on the
 // Redis host moves every deadline at once: a step forward expires keys
 // and leases early, a step back extends them. Fencing tokens never go back
 // whatever the clock does. DB.Now is the server's TIME read at Open,
@@ -89,11 +95,19 @@
 //
 // # Transactions
 //
-// Update is optimistic. Each attempt reads the server's TIME once (the
-// transaction's now) on a connection of its own; every read WATCHes its
-// key and reads the value and its remaining time (or the lease hash), and
-// the transaction keeps an overlay, so the callback reads its own writes
-// and gets the answers the file engine would give. Writes are sent in one
+// Update is optimistic. Each attempt runs on a connection of its own;
+// every read WATCHes its key and reads the value and its deadline (or the
+// lease hash) in one round trip, and the transaction keeps an overlay, so
+// the callback reads its own writes and gets the answers the file engine
+// would give at one server time, the transaction's now: the TIME of its
+// first read. A later read runs at a later TIME, which Redis's own expiry
+// follows: a key found absent then may have expired after now, so now
+// moves forward to that read when no answer given so far depends on the
+// exact now (a TTL of a deadline read from the server, a lease granted,
+// renewed or released, a LeaseHeldError) and every key read live is still
+// live then; otherwise the attempt starts over. Deadlines the
+// transaction writes are counted from its final now. A key that expires
+// after it was read makes EXEC fail, as a write to it would. Writes are sent in one
 // MULTI/EXEC only when the callback returns nil. When a watched key changed
 // meanwhile, EXEC applies nothing and the callback runs again, so it may
 // run more than once: up to 32 attempts, with a short jittered pause,
