@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -329,21 +330,57 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 		t.keys[rkey] = ks
 		return ks, nil
 	}
-	res, err := t.watchAndRead(rkey)
+	res, err := t.watchAndRead([]string{rkey})
 	if err != nil {
-		return nil, t.cmdErr(err)
+		return nil, err
 	}
+	if err := t.loaded(rkey, res[0]); err != nil {
+		return nil, err
+	}
+	return t.keys[rkey], nil
+}
+
+// readAll reads (and WATCHes) every key of keys not known yet in one round
+// trip, as key would one at a time.
+func (t *tx) readAll(keys []string) error {
+	var rkeys []string
+	for _, k := range keys {
+		rkey := t.s.keyOf(k)
+		if err := t.bind(rkey, k); err != nil {
+			return err
+		}
+		if t.keys[rkey] == nil && !slices.Contains(rkeys, rkey) {
+			rkeys = append(rkeys, rkey)
+		}
+	}
+	if len(rkeys) == 0 {
+		return nil
+	}
+	res, err := t.watchAndRead(rkeys)
+	if err != nil {
+		return err
+	}
+	for i, rkey := range rkeys {
+		if err := t.loaded(rkey, res[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loaded takes the read script's reply for rkey into the transaction.
+func (t *tx) loaded(rkey string, res []any) error {
 	r := reply(res)
 	found, err1 := r.int(1)
 	at, err2 := r.int(2)
 	v, err3 := r.str(0)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, t.fail(err)
+		return t.fail(err)
 	}
 	if err := t.saw(r.now(), found != 1); err != nil {
-		return nil, err
+		return err
 	}
-	ks = &keyState{read: true}
+	ks := &keyState{read: true}
 	if found == 1 {
 		ks.exists, ks.wasLive, ks.val = true, true, v
 		if at > 0 {
@@ -355,35 +392,52 @@ func (t *tx) key(key string, read bool) (*keyState, error) {
 		}
 	}
 	t.keys[rkey] = ks
-	return ks, nil
+	return nil
 }
 
-// watchAndRead WATCHes rkey and runs the read script on it, in one round
-// trip (a transaction's time open is what other writers have to conflict
-// with it). A server that lost the script (NOSCRIPT, after a restart)
-// gets it again after the WATCH, which holds.
-func (t *tx) watchAndRead(rkey string) ([]any, error) {
+// watchAndRead WATCHes rkeys and runs the read script on each, in one
+// round trip (the time a transaction stays open is what other writers
+// have to conflict with it), and returns the scripts' replies in order. A
+// server that lost the script (NOSCRIPT, after a restart) gets it again
+// after the WATCH, which holds. Errors are the transaction's (cmdErr).
+func (t *tx) watchAndRead(rkeys []string) ([][]any, error) {
 	var watch *redis.Cmd
-	var read *redis.Cmd
+	reads := make([]*redis.Cmd, len(rkeys))
+	args := make([]any, 0, len(rkeys)+1)
+	args = append(args, "WATCH")
+	for _, k := range rkeys {
+		args = append(args, k)
+	}
 	_, err := t.conn.Pipelined(t.ctx, func(p redis.Pipeliner) error {
-		watch = p.Do(t.ctx, "WATCH", rkey)
-		read = p.EvalSha(t.ctx, readScript.Hash(), []string{rkey})
+		watch = p.Do(t.ctx, args...)
+		for i, k := range rkeys {
+			reads[i] = p.EvalSha(t.ctx, readScript.Hash(), []string{k})
+		}
 		return nil
 	})
 	if werr := watch.Err(); werr != nil {
-		return nil, werr
+		return nil, t.cmdErr(werr)
 	}
-	if err != nil && !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		return nil, err
+	if err != nil && !noScript(err) {
+		return nil, t.cmdErr(err)
 	}
-	if err := read.Err(); err != nil {
-		if !strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			return nil, err
+	out := make([][]any, len(rkeys))
+	for i, k := range rkeys {
+		res, err := reads[i].Slice()
+		if err != nil && noScript(err) {
+			res, err = readScript.Run(t.ctx, t.conn, []string{k}).Slice()
 		}
-		return readScript.Run(t.ctx, t.conn, []string{rkey}).Slice()
+		if err != nil {
+			return nil, t.cmdErr(err)
+		}
+		out[i] = res
 	}
-	return read.Slice()
+	return out, nil
 }
+
+// noScript reports whether err is the server's NOSCRIPT: it does not have
+// the script (yet, or since a restart), and ran nothing.
+func noScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // write marks key's state changed.
 func (t *tx) write(key string, ks *keyState) {
@@ -418,8 +472,12 @@ func (t *tx) Set(key string, v state.Value, ttl int64) error {
 
 // Del is Del inside the transaction.
 func (t *tx) Del(keys []string) (int, error) {
+	keys = dedup(keys)
+	if err := t.readAll(keys); err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, k := range dedup(keys) {
+	for _, k := range keys {
 		ks, err := t.key(k, true)
 		if err != nil {
 			return n, err
