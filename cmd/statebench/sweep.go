@@ -28,7 +28,7 @@ type probeClock struct {
 
 // sweepCaller names the function whose clock reads bracket a sweep
 // transaction.
-const sweepCaller = "statekit/state.(*DB).Sweep."
+const sweepCaller = "statekit/state.(*DB).sweep."
 
 func newProbeClock() *probeClock { return &probeClock{start: time.Now()} }
 
