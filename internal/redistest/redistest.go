@@ -147,6 +147,9 @@ func (s *Server) start() error {
 	args := append([]string{"--port", strconv.Itoa(s.port)}, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
+	// A group of its own: a kill reaches the children the server forks
+	// (an AOF rewrite), which would otherwise go on writing in its dir.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -287,6 +290,7 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 	if s.cmd == nil {
 		return
 	}
+	pgid := s.cmd.Process.Pid
 	_ = s.cmd.Process.Signal(sig)
 	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
 	select {
@@ -296,6 +300,15 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 		<-s.done
 	}
 	s.cmd = nil
+	// What the server forked and left behind (an AOF rewrite in progress
+	// when it was killed) goes too, before anyone removes its directory.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for deadline := time.Now().Add(startWait); time.Now().Before(deadline); {
+		if err := syscall.Kill(-pgid, 0); err != nil {
+			return // no process of the group is left
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Pause stops the server with SIGSTOP: it keeps its connections and
