@@ -104,7 +104,7 @@ func run() error {
 	rows := flag.Int("rows", 1_000_000, "rows in the sweep and open scenarios (use a small value in CI)")
 	goroutines := flag.Int("goroutines", 8, "goroutines in the hot-key and buffered scenarios")
 	procs := flag.String("procs", "2,4,8", "process counts of the multi-process scenario, comma separated")
-	wait := flag.String("wait", waitEngine, "how the multi-process scenario's processes wait for another's lock: engine, sqlite (SQLite's busy schedule, as before issue 14) or flock")
+	wait := flag.String("wait", waitEngine, "how the multi-process scenario's processes wait for another's lock: engine, sqlite (SQLite's busy schedule, which the engine used before its short one) or flock")
 	dir := flag.String("dir", "", "directory for the database files (default: a new directory under the system temp dir)")
 	keep := flag.Bool("keep", false, "keep the database files")
 	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")

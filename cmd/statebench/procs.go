@@ -295,7 +295,7 @@ func (p *procSide) perProcess() (worstP99, worstMax float64, line string) {
 	return worstP99, worstMax, strings.Join(parts, "; ")
 }
 
-// The multi-process targets (issue 14), for 4 processes: back to back,
+// The multi-process targets, for 4 processes: back to back,
 // at least procsMinRatio of one process's throughput; at a steady load,
 // each process's p99 at most procsMaxP99x one process's serving the same
 // load alone, and no call slower than maxCallMicros.
@@ -316,7 +316,7 @@ const (
 // one hot key and on a key each (throughput), and at a steady load of
 // pacedTotal calls a second in all (latency). Then 4 processes on a hot key
 // beside themselves waiting for the lock in other ways: SQLite's own busy
-// schedule (the engine's before issue 14), a kernel-queued lock (a
+// schedule (the engine's before the short one), a kernel-queued lock (a
 // blocking flock(2) on a file beside the state file, around each verb),
 // and, for the floor the machine sets, each process on a file of its own.
 // Every count is checked exact.
