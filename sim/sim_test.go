@@ -128,7 +128,7 @@ var canaries = []struct {
 	{"cas-ignores-type", []string{sim.CheckLinearizability, sim.CheckEngineError}, 0, nil},
 	{"lease-two-statements", []string{sim.CheckLinearizability, sim.CheckFencing}, 0, nil},
 	{"group-early-answer", []string{sim.CheckLinearizability, sim.CheckCounter}, 20, nil},
-	// Lease verbs group too (issue 14): a leaked ErrLeaseHeld or
+	// Lease verbs group too: a leaked ErrLeaseHeld or
 	// ErrLeaseLost can make a grant look granted, which fencing sees.
 	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter, sim.CheckFencing}, 0, nil},
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
