@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/statekit/statekit/internal/lockwait"
+	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -47,6 +48,14 @@ type waitBudget struct {
 	waited time.Duration   // what the verb waited for the handle before its statements
 	slept  time.Duration   // the pauses the busy handler asked for, for this verb
 	grace  time.Duration   // of slept, what it slept past the budget (busyGrace)
+	woke   time.Duration   // on the machine's clock: Monotonic after the last pause; 0 before one
+}
+
+// realClock reports whether the handle's clock is the machine's own
+// (internal/sysclock), whose elapsed time is the verb's.
+func (db *DB) realClock() bool {
+	r, ok := db.cfg.clock.(interface{ Real() bool })
+	return ok && r.Real()
 }
 
 // busyDelays is the pause before each retry of a statement that found the
@@ -171,6 +180,13 @@ func (db *DB) busyRetry(delays []time.Duration, count int) bool {
 		}
 		done = w.ctx.Done()
 	}
+	real := db.realClock()
+	if real && w.woke > 0 {
+		// On the machine's clock the budget is the verb's whole time: what
+		// the statement ran between two pauses (a retry costs more than a
+		// short pause on a busy machine) counts with the pauses.
+		w.slept += db.cfg.clock.Monotonic() - w.woke
+	}
 	d := delays[min(count, len(delays)-1)]
 	if left := w.limit - w.waited - w.slept; left > 0 {
 		d = min(d, left)
@@ -181,12 +197,14 @@ func (db *DB) busyRetry(delays []time.Duration, count int) bool {
 		return false
 	}
 	began := db.cfg.clock.Monotonic()
-	if db.cfg.sleepStop(d, done) {
+	if db.cfg.sleepStop(d, done) || real {
 		// A real timer wakes late (by up to a millisecond's slack): count
 		// what it slept, so that many short pauses do not stretch the
 		// budget. A clock or FS that decides sleeps is taken at its word:
 		// a simulated clock may have moved on far past d meanwhile.
-		d = max(d, db.cfg.clock.Monotonic()-began)
+		woke := db.cfg.clock.Monotonic()
+		d = max(d, woke-began)
+		w.woke = woke
 	}
 	w.slept += d
 	return true
@@ -224,7 +242,7 @@ func (c config) sleepStop(d time.Duration, stop <-chan struct{}) (real bool) {
 		return false
 	}
 	if d < time.Millisecond {
-		preciseSleep(d) // time.Sleep rounds a pause up to a millisecond or more
+		sysclock.Precise(d) // time.Sleep rounds a pause up to a millisecond or more
 		return true
 	}
 	time.Sleep(d)

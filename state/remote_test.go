@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -43,7 +44,9 @@ func TestQuickstartLinksNoRedisClient(t *testing.T) {
 	if _, err := os.Stat(gobin); err != nil {
 		gobin = "go"
 	}
-	out, err := exec.Command(gobin, "list", "-deps", "../examples/quickstart").CombinedOutput()
+	cmd := exec.Command(gobin, "list", "-deps", "./examples/quickstart")
+	cmd.Dir = filepath.Dir(packageDir(t))
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	deps := string(out)
 	require.Contains(t, deps, "github.com/statekit/statekit/state", "the listing is of the quickstart")
@@ -68,4 +71,12 @@ func TestOpenNamesURLWithoutPassword(t *testing.T) {
 		assert.True(t, strings.HasPrefix(err.Error(), "open "+want+": "), "%s: %v", raw, err)
 		assert.NotContains(t, err.Error(), "pw", raw)
 	}
+}
+
+// packageDir returns this package's source directory, found from this
+// file's path, not from the working directory, which a test may change.
+func packageDir(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok, "runtime.Caller")
+	return filepath.Dir(file)
 }

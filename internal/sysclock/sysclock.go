@@ -19,8 +19,19 @@ func (c *Clock) Wall() time.Time { return time.Now().Round(0) }
 func (c *Clock) Monotonic() time.Duration { return time.Since(c.start) }
 
 // Sleep waits d on a real timer, or until stop is closed, and reports
-// whether d passed.
+// whether d passed. A pause under a millisecond (the busy handler's first
+// retries) sleeps on the thread (Precise), since a timer would wake it a
+// millisecond or more late; stop is not watched for so short a pause.
 func (c *Clock) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	if d < time.Millisecond {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		Precise(d)
+		return true
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -30,3 +41,7 @@ func (c *Clock) Sleep(d time.Duration, stop <-chan struct{}) bool {
 		return true
 	}
 }
+
+// Real reports that this clock's readings are the machine's own: time
+// that passes between two readings passed for every process.
+func (c *Clock) Real() bool { return true }
