@@ -328,6 +328,26 @@ func TestUnknownHistories(t *testing.T) {
 			PowerLossAt(5),
 			full(do(1, 7, 8, t0+2, lease("l", "o2"), token(1, t0+102))),
 		}},
+		// A store that reports each call's time with its answer (Redis):
+		// a lost answer leaves a window of times the call may have run at.
+		{name: "unknown time outside its estimate is illegal", verdict: Illegal, partition: "l:l", mentions: "lease_held", history: []Op{
+			unknown(0, 1, t0, lease("l", "o1")),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 103}),
+		}},
+		{name: "unknown time within its window", verdict: Ok, history: []Op{
+			func() Op { op := unknown(0, 1, t0, lease("l", "o1")); op.NowLatest = t0 + 4; return op }(),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 103}),
+			do(1, 7, 8, t0+6, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 103}),
+		}},
+		{name: "unknown time is one time, not several", verdict: Illegal, partition: "l:l", mentions: "lease_held", history: []Op{
+			func() Op { op := unknown(0, 1, t0, lease("l", "o1")); op.NowLatest = t0 + 4; return op }(),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 103}),
+			do(1, 7, 8, t0+6, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 101}),
+		}},
+		{name: "unknown time beyond its window is illegal", verdict: Illegal, partition: "l:l", mentions: "lease_held", history: []Op{
+			func() Op { op := unknown(0, 1, t0, lease("l", "o1")); op.NowLatest = t0 + 2; return op }(),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Lease, Key: "l", Owner: "o2", TTLMillis: 100}, model.Output{Err: model.ErrLeaseHeld, Owner: "o1", ExpiresAt: t0 + 103}),
+		}},
 		{name: "unknown FULL write may not have happened", verdict: Ok, history: []Op{
 			full(unknown(0, 1, t0, lease("l", "o1"))),
 			PowerLossAt(5),

@@ -112,6 +112,13 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // it, or until after every other event. Give the bound when you have it:
 // open calls make the search much slower.
 //
+// NowLatest, for an Unknown op whose engine time is not known exactly (a
+// store that reports the time a call ran at with its answer, whose answer
+// was lost), is the latest time it may have run at; Input.NowMillis is then
+// the earliest. The check lets the op take effect at any millisecond
+// between, each a state of its own until later answers tell them apart.
+// Zero: the op ran at Input.NowMillis.
+//
 // Durability says how a write committed; a Full write is a durable point
 // when it committed.
 //
@@ -126,6 +133,7 @@ type Op struct {
 	Call       int64        `json:"call"`
 	Return     int64        `json:"return"`
 	Unknown    bool         `json:"unknown,omitempty"`
+	NowLatest  int64        `json:"now_latest,omitempty"`
 	Durability Durability   `json:"durability,omitempty"`
 }
 

@@ -100,19 +100,26 @@ func (p partition) next(s pstate, st *step) []pstate {
 	case Durable:
 		return []pstate{s.durable()}
 	}
-	nextState, out := model.Step(p.toState(s.cur), st.in)
-	c := p.fromState(nextState)
 	// A commit no power loss can come after is as good as durable: the
 	// states a loss could roll back to would never be used, and keeping
 	// them would only tell apart states that are the same (a history
 	// without power losses kept every commit of a key as a candidate).
 	if st.unknown {
-		applied := s.commit(c, st.final || (st.full && CertainWrite(st.in, out)))
-		if applied.equal(s) {
-			return []pstate{s}
+		// Not applied, or applied at any time it may have run at.
+		states := []pstate{s}
+		in := st.in
+		for t := in.NowMillis; t <= max(in.NowMillis, st.nowLatest); t++ {
+			in.NowMillis = t
+			nextState, out := model.Step(p.toState(s.cur), in)
+			applied := s.commit(p.fromState(nextState), st.final || (st.full && CertainWrite(in, out)))
+			if !slices.ContainsFunc(states, applied.equal) {
+				states = append(states, applied)
+			}
 		}
-		return []pstate{s, applied}
+		return states
 	}
+	nextState, out := model.Step(p.toState(s.cur), st.in)
+	c := p.fromState(nextState)
 	if !st.matches(out) {
 		return nil
 	}

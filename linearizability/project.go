@@ -103,6 +103,7 @@ func project(history []Op, skip map[int]bool) projection {
 				base.ret = min(base.ret, powerLosses[j]-1)
 			}
 			base.unknown = true
+			base.nowLatest = op.NowLatest
 		}
 		base.full = op.Durability == Full
 		base.durable = base.full && !op.Unknown && CertainWrite(op.Input, op.Output)

@@ -15,6 +15,7 @@ type step struct {
 	check     bool         // compare the answer at all
 	subCheck  []bool       // Update: which sub-answers to compare; nil = all
 	unknown   bool         // any answer; may or may not have taken effect
+	nowLatest int64        // unknown: the latest engine time it may have run at (0: in.NowMillis)
 	full      bool         // committed with FULL (for unknown outcomes)
 	durable   bool         // a durable point when it matches
 	final     bool         // called after the last power loss: no loss can roll it back

@@ -99,9 +99,10 @@
 // between its call and its end: the time its process was seen dead and
 // the server had dropped its connections (a command sitting in the
 // server's input buffer still runs after the client died), or the time
-// the server was seen dead, if earlier. When a partition fails, the check
-// moves the times of its unknown writes within those windows and checks
-// again (pinTimes); Report.Pinned counts the partitions that passed so.
+// the server was seen dead, if earlier. The check lets such a write take
+// effect at any millisecond of that window, widened by 2 ms on each side
+// and at most 250 ms past its call (linearizability.Op.NowLatest), each a
+// state of its own until later answers tell them apart.
 //
 // What stands for the file-only parts: Redis expires keys itself, so
 // there is no sweep to record (no sweep observer, Work.Swept stays 0), and

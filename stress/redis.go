@@ -1,7 +1,6 @@
 package stress
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -288,150 +286,35 @@ func readCounters(ctx context.Context, r *Report, db *state.DB, counters []strin
 	return finals
 }
 
-// Pinning the times of unknown outcomes on Redis.
+// On Redis the time an op ran at comes with its answer, so an op whose
+// answer was lost is journalled at an estimate of the server's time at its
+// call. windowSlackMillis widens its window on both sides (the estimate may
+// be off by a little); windowMaxMillis bounds how far past its call an
+// open op's window reaches, as it bounds the states the check keeps.
 const (
-	// pinSlackMillis widens each unknown op's window of server times on
-	// both sides: the store's estimate of the server's time at the call
-	// may be off by a little.
-	pinSlackMillis = 2
-	// pinMaxWidth bounds one window, in ms.
-	pinMaxWidth = 64
-	// pinMaxChecks bounds the porcupine checks spent on one partition.
-	pinMaxChecks = 1000
+	windowSlackMillis = 2
+	windowMaxMillis   = 250
 )
 
-// pinTimes looks for server times of the unknown ops of a failing
-// partition that make it linearizable. On Redis the time an op ran at
-// comes with its answer, so an op whose answer was lost (a kill, an
-// outage) is journalled at the store's estimate of the server's time at
-// its call, while it ran somewhere between its call and its bound. Each
-// such op that may write gets a window, [estimate-2ms, estimate+its
-// length in ms+2ms] (at most pinMaxWidth wide), and the partition is
-// checked again with times moved within the windows: every combination
-// when there are few; else op by op in call order, each kept at the time
-// that makes porcupine's longest linearizable prefix longest, for two
-// passes; never more than pinMaxChecks checks. It returns ops with the
-// times that passed, or false. It never passes a partition no choice of
-// times within the windows makes linearizable.
-func pinTimes(ops []linearizability.Op, part string, timeout time.Duration) ([]linearizability.Op, bool) {
-	var mine []int // indices in ops of the partition's ops
-	type window struct {
-		at      int // index in sub
-		lo, hi  int64
-		est     int64
-		choices []int64 // lo..hi, nearest the estimate first
-	}
-	var windows []window
-	for i, op := range ops {
-		if !slices.Contains(partitionsOf(op.Input), part) {
+// widenUnknownTimes gives each op whose answer was lost, and which may
+// write, the window of server times it may have run at: from its estimate
+// less the slack to its estimate plus its length (up to the time it was
+// known to have ended) plus the slack. The check lets it take effect at any
+// of them (linearizability.Op.NowLatest).
+func widenUnknownTimes(ops []linearizability.Op) {
+	for i := range ops {
+		op := &ops[i]
+		if op.Event != linearizability.Verb || !op.Unknown || op.Input.NowMillis == 0 || !writes(op.Input) {
 			continue
 		}
-		if op.Unknown && writes(op.Input) {
-			est := op.Input.NowMillis
-			width := min((op.Return-op.Call)/int64(time.Millisecond)+1, pinMaxWidth)
-			w := window{at: len(mine), lo: est - pinSlackMillis, hi: est + width + pinSlackMillis, est: est}
-			for t := w.lo; t <= w.hi; t++ {
-				w.choices = append(w.choices, t)
-			}
-			slices.SortStableFunc(w.choices, func(a, b int64) int { return cmp.Compare(abs(a-est), abs(b-est)) })
-			windows = append(windows, w)
+		width := int64(windowMaxMillis)
+		if op.Return > op.Call {
+			width = min((op.Return-op.Call)/int64(time.Millisecond)+1, windowMaxMillis)
 		}
-		mine = append(mine, i)
+		est := op.Input.NowMillis
+		op.Input.NowMillis = est - windowSlackMillis
+		op.NowLatest = est + width + windowSlackMillis
 	}
-	if len(windows) == 0 {
-		return nil, false
-	}
-	sub := make([]linearizability.Op, len(mine))
-	for j, i := range mine {
-		sub[j] = ops[i]
-	}
-	done := func() ([]linearizability.Op, bool) {
-		out := slices.Clone(ops)
-		for j, i := range mine {
-			out[i] = sub[j]
-		}
-		return out, true
-	}
-	checks := 0
-	check := func() (ok bool, prefix int) {
-		checks++
-		res := linearizability.Check(sub, timeout)
-		return res.Ok(), prefixOf(res)
-	}
-
-	combos := 1
-	for _, w := range windows {
-		combos *= len(w.choices)
-		if combos > pinMaxChecks/4 {
-			break
-		}
-	}
-	if combos <= pinMaxChecks/4 {
-		var walk func(k int) bool
-		walk = func(k int) bool {
-			if k == len(windows) {
-				ok, _ := check()
-				return ok
-			}
-			for _, t := range windows[k].choices {
-				sub[windows[k].at].Input.NowMillis = t
-				if walk(k + 1) {
-					return true
-				}
-			}
-			return false
-		}
-		if walk(0) {
-			return done()
-		}
-		return nil, false
-	}
-
-	_, longest := check()
-	for range 2 {
-		improved := false
-		for _, w := range windows {
-			kept := sub[w.at].Input.NowMillis
-			for _, t := range w.choices {
-				if t == kept || checks >= pinMaxChecks {
-					continue
-				}
-				sub[w.at].Input.NowMillis = t
-				ok, prefix := check()
-				if ok {
-					return done()
-				}
-				if prefix > longest {
-					longest, kept, improved = prefix, t, true
-				}
-			}
-			sub[w.at].Input.NowMillis = kept
-		}
-		if !improved || checks >= pinMaxChecks {
-			break
-		}
-	}
-	return nil, false
-}
-
-// prefixOf returns the length of the longest linearizable prefix that a
-// failing result describes, 0 if it says none.
-func prefixOf(res linearizability.Result) int {
-	const mark = "longest linearizable prefix: "
-	_, rest, ok := strings.Cut(res.Description, mark)
-	if !ok {
-		return 0
-	}
-	n, _, _ := strings.Cut(rest, " ")
-	v, _ := strconv.Atoi(n)
-	return v
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // writes reports whether in may change the store (an unknown read changes

@@ -101,10 +101,6 @@ type Report struct {
 	// it took.
 	Linearizability string
 	CheckTime       time.Duration
-	// Pinned counts the partitions, on Redis, that porcupine passed once
-	// the server times of their unknown outcomes were moved within what
-	// their calls allow (see pinTimes).
-	Pinned int
 	// HTML names porcupine's view of a failing partition, when there is one.
 	HTML string
 
@@ -204,9 +200,6 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	}
 	fmt.Fprintf(&b, "clocks:      engine clocks of the processes spread over %v\n", r.ClockSpread)
 	fmt.Fprintf(&b, "linearizable: %s, checked in %v\n", r.Linearizability, r.CheckTime.Round(time.Millisecond))
-	if r.Redis != "" {
-		fmt.Fprintf(&b, "pinned:      %d partitions passed once the times of their unknown outcomes were pinned\n", r.Pinned)
-	}
 	if r.HTML != "" {
 		fmt.Fprintf(&b, "failing partition: %s\n", r.HTML)
 	}
