@@ -99,10 +99,13 @@
 // between its call and its end: the time its process was seen dead and
 // the server had dropped its connections (a command sitting in the
 // server's input buffer still runs after the client died), or the time
-// the server was seen dead, if earlier. The check lets such a write take
-// effect at any millisecond of that window, widened by 2 ms on each side
-// and at most 250 ms past its call (linearizability.Op.NowLatest), each a
-// state of its own until later answers tell them apart.
+// the server was seen dead, if earlier. Its server time is not bounded by
+// its end, though: a call that timed out on a slow server stays in the
+// server's input buffer and runs later (seen: 133 ms after the client gave
+// up, behind a slow fsync). The check lets such a write take effect at any
+// millisecond from 2 ms before its estimate to 200 ms after it
+// (linearizability.Op.NowLatest), each a state of its own until later
+// answers tell them apart.
 //
 // What stands for the file-only parts: Redis expires keys itself, so
 // there is no sweep to record (no sweep observer, Work.Swept stays 0), and
