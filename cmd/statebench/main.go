@@ -7,6 +7,8 @@
 //	statebench -run 'incr|get' -benchtime 5000x
 //	statebench -run sweep -rows 200000 -cpuprofile cpu.prof  # then go tool pprof cpu.prof
 //	statebench -run ratelimit -benchtime 500ms            # package ratelimit's limiters beside the naive Get+Set
+//	statebench -run churn -churn 20s                      # 1 s-TTL keys set at full speed: does the sweep keep up?
+//	statebench -run scale -scale                          # a 10-million-key file: sweep, Set+TTL, Incr (minutes)
 //
 // The baseline of the single-goroutine verbs is the naive one: database/sql
 // prepared statements on the same modernc SQLite, with the same pragmas and
@@ -37,15 +39,18 @@ import (
 // env is what every scenario runs with.
 type env struct {
 	ctx         context.Context
-	dir         string // where the database files go: one disk for both sides
-	bt          budget // per side per round
-	count       int    // rounds, each running both sides
-	rows        int    // rows of the sweep and open scenarios
-	goroutines  int    // goroutines of the concurrent scenarios
-	procs       []int  // process counts of the multi-process scenario
-	exe         string // this binary, re-executed for the multi-process scenario
-	wait        string // how the multi-process scenario's processes wait for the lock (procs.go)
-	sweepRandom bool   // the sweep's rows expire in an order unrelated to their keys
+	dir         string        // where the database files go: one disk for both sides
+	bt          budget        // per side per round
+	count       int           // rounds, each running both sides
+	rows        int           // rows of the sweep and open scenarios
+	goroutines  int           // goroutines of the concurrent scenarios
+	procs       []int         // process counts of the multi-process scenario
+	exe         string        // this binary, re-executed for the multi-process scenario
+	wait        string        // how the multi-process scenario's processes wait for the lock (procs.go)
+	sweepRandom bool          // the sweep's rows expire in an order unrelated to their keys
+	churn       time.Duration // how long the churn scenario's writer runs
+	scale       bool          // run the scale scenario (it takes minutes)
+	scaleKeys   int           // keys in the scale scenario's file
 	log         io.Writer
 	files       int
 }
@@ -80,6 +85,8 @@ var scenarios = []scenario{
 	{"ratelimit", runRateLimit},
 	{"redis", runRedis},
 	{"sweep", runSweep},
+	{"churn", runChurn},
+	{"scale", runScale},
 	{"open", runOpen},
 	{"memory", runMemory},
 }
@@ -110,6 +117,9 @@ func run() error {
 	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")
 	runRE := flag.String("run", "", "run only the scenarios matching this regular expression")
 	sweepOrder := flag.String("sweep-order", "written", "the order the sweep's rows expire in: written (the order their keys were written) or random")
+	churn := flag.Duration("churn", time.Minute, "how long the churn scenario's writer sets 1 s-TTL keys")
+	scale := flag.Bool("scale", false, "also run the scale scenario: sweep, Set+TTL and Incr on a file of -scale-keys keys (minutes)")
+	scaleKeys := flag.Int("scale-keys", 10_000_000, "keys in the scale scenario's file, a tenth of them expired")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	flag.Parse()
 
@@ -123,8 +133,8 @@ func run() error {
 	if *wait != waitEngine && *wait != waitSQLite && *wait != waitFlock {
 		return fmt.Errorf("-wait %q: want engine, sqlite or flock", *wait)
 	}
-	if *count < 1 || *rows < 1 || *goroutines < 1 {
-		return errors.New("-count, -rows and -goroutines must be positive")
+	if *count < 1 || *rows < 1 || *goroutines < 1 || *churn <= 0 || *scaleKeys < 10 {
+		return errors.New("-count, -rows, -goroutines and -churn must be positive, -scale-keys at least 10")
 	}
 	procCounts, err := parseCounts(*procs)
 	if err != nil {
@@ -153,11 +163,12 @@ func run() error {
 		defer os.RemoveAll(work)
 	}
 	e := &env{ctx: context.Background(), dir: work, bt: bt, count: *count, rows: *rows,
-		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: os.Stderr, sweepRandom: *sweepOrder == "random"}
+		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: os.Stderr, sweepRandom: *sweepOrder == "random",
+		churn: *churn, scale: *scale, scaleKeys: *scaleKeys}
 	rep := newReport(e)
 	e.logf("files in %s; benchtime %v, count %d, rows %d", work, bt, *count, *rows)
 	for _, s := range scenarios {
-		if !re.MatchString(s.name) {
+		if !re.MatchString(s.name) || (s.name == "scale" && !e.scale) {
 			continue
 		}
 		e.logf("%s", s.name)
