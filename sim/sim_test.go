@@ -137,6 +137,9 @@ var canaries = []struct {
 	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 0,
 		func(c *sim.Config) { c.Rates.DiskFull = 0.05 }},
 	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 0, nil},
+	// A key a write made live again between the sweep's two turns is
+	// deleted live: a later read or increment finds it gone.
+	{"sweep-stale-delete", []string{sim.CheckLinearizability, sim.CheckCounter}, 0, nil},
 }
 
 func TestCanaries(t *testing.T) {

@@ -32,7 +32,14 @@ func (b *background) start(db *DB) {
 		return
 	}
 	if d := db.cfg.sweepInterval; d > 0 && db.remote == nil { // a remote store expires keys itself
-		b.every(db, "sweeper", d, func() { _, _ = db.Sweep(context.Background()) })
+		b.spawn(db, "sweeper", func() {
+			// Every interval, or sooner after a pass that found a
+			// backlog (sweepPause).
+			for pause := d; b.sleep(db, pause); {
+				n, _ := db.Sweep(context.Background())
+				pause = sweepPause(d, n)
+			}
+		})
 	}
 	if d := db.cfg.flushInterval; d > 0 {
 		b.every(db, "flusher", d, func() { _ = db.Flush(context.Background()) })

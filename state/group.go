@@ -123,6 +123,14 @@ func (q *queue) take() []*pending {
 	return ops
 }
 
+// waiting reports whether a verb or sweep batch is queued for the lock: a
+// sweep transaction commits as soon as one is (sweep.go).
+func (q *queue) waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ops) > 0
+}
+
 // oldest returns the verb that has waited longest, or nil.
 func (q *queue) oldest() *pending {
 	q.mu.Lock()

@@ -6,32 +6,62 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
-	"github.com/statekit/statekit/internal/hooks"
 )
 
+// The sweep. Sweep, the background sweeper and the inline sweep after
+// writes delete expired rows; they are already absent to every verb, so a
+// sweep only reclaims their space, and it must never delete a row that is
+// live when it deletes it. Each statement deletes, in one step, rows whose
+// deadline is at or before the sweep's cutoff, the deadline read by the
+// DELETE itself under the write lock: a row a write made live again before
+// the statement ran is not deleted.
+//
+// A sweep transaction runs as a queued batch (group.go): it waits its turn
+// with the write verbs, so a verb waits for at most one transaction. Inside
+// it, the sweep deletes in steps sized to take about sweepBatchTime each,
+// and between two steps it asks the group-commit queue whether anyone
+// waits: if so it commits at once, so a verb called during a sweep waits
+// for at most the step that was running and the COMMIT. While nobody waits
+// the transaction goes on, up to sweepTxnTime or sweepTxnRows, so a sweep
+// of a long backlog on an idle handle pays one COMMIT per thousands of
+// rows instead of one per few. The background sweeper comes back sooner
+// after a pass that found a backlog (sweepPause): effort grows with the
+// backlog, and with idle time.
 const (
-	// sweepBatchRows bounds one sweep transaction, so no single delete
-	// holds the write lock long.
-	sweepBatchRows = 256
-	// sweepBatchTime is how long a sweep transaction should take: the
-	// batch size halves after a longer one and doubles after one of less
-	// than half, between 1 and sweepBatchRows rows. Expired rows whose
-	// keys were written far apart sit on different pages, a page or two
-	// to write each; rows written together share pages. A verb waits for
-	// at most one batch.
+	// sweepBatchRows bounds one step of a sweep transaction.
+	sweepBatchRows = 1024
+	// sweepBatchTime is how long a sweep step should take: the step size
+	// halves after a longer one and doubles after one of less than half,
+	// between 1 and sweepBatchRows rows. Expired rows whose keys were
+	// written far apart sit on different pages, a page or two to write
+	// each; rows written together share pages. The COMMIT is not in the
+	// step: a verb waiting beside a sweep waits for one step and one
+	// COMMIT.
 	// 100 µs keeps the p99 of an Incr beside a long sweep within 3x its
-	// idle p99 (measured 2.2-2.8x; 150 µs gave 2.5-3.9x) at half the
-	// rows per second (about 20k, from 35k: each transaction has a fixed
-	// cost of a few page writes).
+	// idle p99 (measured 2.2-2.8x with one-statement transactions of
+	// this size; 150 µs gave 2.5-3.9x).
 	sweepBatchTime = 100 * time.Microsecond
-	// sweepBatchWrites is how many writes a sweep batch that deleted rows
-	// counts for toward the next background checkpoint.
+	// sweepTxnTime bounds a sweep transaction nobody waits beside: it
+	// commits once its steps took this long.
+	sweepTxnTime = 2 * time.Millisecond
+	// sweepTxnRows bounds the rows of one sweep transaction, for a clock
+	// that stands still (a simulator's) and for the size of its COMMIT.
+	sweepTxnRows = 16 * sweepBatchRows
+	// sweepBatchWrites is how many writes a sweep transaction that deleted
+	// rows counts for at least toward the next background checkpoint (it
+	// counts the pages it wrote when it knows them).
 	sweepBatchWrites = 4
 	// inlineSweepEvery is how many writes pass between two small inline
 	// sweep batches.
 	inlineSweepEvery = 256
 	// inlineSweepRows bounds an inline sweep batch.
 	inlineSweepRows = 32
+	// sweepBusyRows is how many rows a background pass must delete for the
+	// next one to come after sweepBusyPause instead of the sweep interval.
+	sweepBusyRows = 256
+	// sweepBusyDivisor divides the sweep interval after a pass that found
+	// a backlog: the background sweeper comes back ten times sooner.
+	sweepBusyDivisor = 10
 	// sweepSQL deletes up to ?2 rows whose deadline is at or before ?1,
 	// through the partial index on expires_at. Leases are never swept.
 	sweepSQL = `DELETE FROM kv WHERE rowid IN
@@ -58,33 +88,148 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 	return n, db.named("sweep", "", err)
 }
 
-// sweep is Sweep, its errors not yet named.
+// sweep is Sweep, its errors not yet named: transactions (sweepTxn)
+// queued as batches until every key expired when it began is gone.
 func (db *DB) sweep(ctx context.Context) (int, error) {
 	total := 0
-	start := int64(-1) // every batch deletes what was expired when the sweep began
+	start := int64(-1) // every transaction deletes what was expired when the sweep began
+	stale := &staleSweep{}
 	for {
-		var n, limit int
+		var n int
+		var more bool
 		err := db.do(ctx, sweeping, func(now int64) (err error) {
 			if start < 0 {
 				start = now
 			}
-			limit = db.sweepLimit()
-			began := db.cfg.clock.Monotonic()
-			n, err = db.sweepBatch(ctx, start, limit)
-			db.sweepTook(db.cfg.clock.Monotonic() - began)
-			if n > 0 {
-				db.bg.ckpt.wrote(sweepBatchWrites)
+			if db.cfg.bugs.Has(bugs.SweepStaleDelete) {
+				n, more, err = db.bugSweepStale(ctx, stale, start)
+				return err
 			}
+			n, more, err = db.sweepTxn(ctx, start)
 			return err
 		})
 		total += n
-		if err != nil || n < limit {
+		if err != nil || !more {
 			return total, err
 		}
 	}
 }
 
-// sweepLimit returns the rows the next sweep batch may delete. Callers
+// sweepTxn deletes keys expired at cutoff in one transaction of steps, and
+// reports how many and whether more may be left. It commits after the step
+// during which a verb queued for the lock, once its steps took
+// sweepTxnTime, or after sweepTxnRows rows. It reads the clock itself at
+// its start and after its COMMIT, and nowhere else (a benchmark's probe
+// times its transactions by those two reads). Callers hold mu.
+func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err error) {
+	began := db.cfg.clock.Monotonic()
+	var end func([]string, error)
+	if o := db.cfg.sweeps; o != nil {
+		end = o.Sweeping(cutoff)
+	}
+	var keys []string
+	pages := db.pagesWritten()
+	n, more, yielded, stepsEnd, err := db.sweepSteps(ctx, cutoff, began, &keys)
+	if err == nil {
+		_, err = db.st.commit.ExecContext(context.WithoutCancel(ctx))
+		err = classify(ctx, err)
+	}
+	if err != nil {
+		_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+		n, more, keys = 0, false, nil
+	}
+	if end != nil {
+		end(keys, err)
+	}
+	if n > 0 {
+		w := sweepBatchWrites
+		if after := db.pagesWritten(); pages >= 0 && after >= pages {
+			w = max(w, after-pages)
+		}
+		db.bg.ckpt.wrote(w)
+	}
+	// A verb waited through this COMMIT: if it took longer than a step
+	// should, the steps write too many pages for the COMMIT that follows
+	// one; make them smaller.
+	if committed := db.cfg.clock.Monotonic(); yielded && committed-stepsEnd > sweepBatchTime && db.sweepRows > 1 {
+		db.sweepRows /= 2
+	}
+	return n, more, err
+}
+
+// sweepSteps begins sweepTxn's transaction and runs its steps, and reports
+// the rows deleted, whether more may be left, whether it stopped because a
+// verb was queued, and the clock's time after the last step. On an error
+// the caller rolls back. Callers hold mu.
+func (db *DB) sweepSteps(ctx context.Context, cutoff int64, began time.Duration, keys *[]string) (n int, more, yielded bool, at time.Duration, err error) {
+	if _, err := db.st.begin.ExecContext(ctx); err != nil {
+		return 0, false, false, began, classify(ctx, err)
+	}
+	for {
+		limit := db.sweepLimit()
+		k, took, err := db.sweepStep(ctx, cutoff, limit, keys)
+		if err != nil {
+			return n, false, false, began, err
+		}
+		db.sweepTook(took)
+		n += k
+		at = db.cfg.clock.Monotonic()
+		if k < limit {
+			return n, false, false, at, nil
+		}
+		if db.q.waiting() {
+			return n, true, true, at, nil
+		}
+		if n >= sweepTxnRows || at-began >= sweepTxnTime {
+			return n, true, false, at, nil
+		}
+		if s := db.cfg.sched; s != nil {
+			s.Wait(nil) // a step is a scheduling point: a verb may queue meanwhile
+		}
+	}
+}
+
+// sweepStep runs one DELETE of up to limit keys expired at cutoff inside
+// the sweep's transaction, appending the keys it deleted to keys when a
+// sweep observer wants them, and returns how long it took by the clock.
+// Callers hold mu.
+func (db *DB) sweepStep(ctx context.Context, cutoff int64, limit int, keys *[]string) (int, time.Duration, error) {
+	began := db.cfg.clock.Monotonic()
+	n, err := db.sweepStatement(ctx, cutoff, limit, keys)
+	return n, db.cfg.clock.Monotonic() - began, err
+}
+
+// sweepStatement runs sweepSQL (sweepKeysSQL for an observer, appending
+// the keys it deleted to keys) with cutoff and limit.
+func (db *DB) sweepStatement(ctx context.Context, cutoff int64, limit int, keys *[]string) (int, error) {
+	if db.cfg.bugs.Has(bugs.SweepEarly) {
+		cutoff++
+	}
+	if db.cfg.sweeps == nil {
+		res, err := db.st.sweep.ExecContext(ctx, cutoff, limit)
+		if err != nil {
+			return 0, classify(ctx, err)
+		}
+		n, err := res.RowsAffected()
+		return int(n), classify(ctx, err)
+	}
+	n := 0
+	rs, err := db.st.sweepKeys.QueryContext(ctx, cutoff, limit)
+	if err == nil {
+		for rs.Next() {
+			var k string
+			if err = rs.Scan(&k); err != nil {
+				break
+			}
+			*keys = append(*keys, k)
+			n++
+		}
+		err = errors.Join(err, rs.Err(), rs.Close())
+	}
+	return n, classify(ctx, err)
+}
+
+// sweepLimit returns the rows the next sweep step may delete. Callers
 // hold mu.
 func (db *DB) sweepLimit() int {
 	if db.sweepRows == 0 {
@@ -93,8 +238,8 @@ func (db *DB) sweepLimit() int {
 	return db.sweepRows
 }
 
-// sweepTook adapts the batch size to how long the last batch took, by the
-// injected clock (a simulator's stands still: batches grow to the bound).
+// sweepTook adapts the step size to how long the last step took, by the
+// injected clock (a simulator's stands still: steps grow to the bound).
 // Callers hold mu.
 func (db *DB) sweepTook(d time.Duration) {
 	switch {
@@ -105,42 +250,31 @@ func (db *DB) sweepTook(d time.Duration) {
 	}
 }
 
-// sweepBatch deletes up to limit expired keys in one statement.
-func (db *DB) sweepBatch(ctx context.Context, now int64, limit int) (int, error) {
-	cutoff := now
-	if db.cfg.bugs.Has(bugs.SweepEarly) {
-		now++
+// sweepPause is how long the background sweeper waits after a pass that
+// deleted n rows: the sweep interval, or a tenth of it after a pass that
+// found a backlog, so that expiry keeps up with a handle that sets keys
+// faster than one pass a second sweeps them.
+func sweepPause(interval time.Duration, n int) time.Duration {
+	if n >= sweepBusyRows {
+		return interval / sweepBusyDivisor
 	}
-	if o := db.cfg.sweeps; o != nil {
-		return db.sweepObserved(ctx, o, cutoff, now, limit)
-	}
-	res, err := db.st.sweep.ExecContext(ctx, now, limit)
-	if err != nil {
-		return 0, classify(ctx, err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), classify(ctx, err)
+	return interval
 }
 
-// sweepObserved is sweepBatch for a simulator that is told the keys each
-// sweep deletes: the same statement, returning them.
-func (db *DB) sweepObserved(ctx context.Context, o hooks.SweepObserver, cutoff, now int64, limit int) (int, error) {
-	end := o.Sweeping(cutoff)
-	var keys []string
-	rs, err := db.st.sweepKeys.QueryContext(ctx, now, limit)
-	if err == nil {
-		for rs.Next() {
-			var k string
-			if err = rs.Scan(&k); err != nil {
-				break
-			}
-			keys = append(keys, k)
-		}
-		err = errors.Join(err, rs.Err(), rs.Close())
+// sweepAlone deletes up to limit keys expired at cutoff in one autocommit
+// statement, told to the sweep observer as one sweep: the inline sweep.
+// Callers hold mu.
+func (db *DB) sweepAlone(ctx context.Context, cutoff int64, limit int) (int, error) {
+	var end func([]string, error)
+	if o := db.cfg.sweeps; o != nil {
+		end = o.Sweeping(cutoff)
 	}
-	err = classify(ctx, err)
-	end(keys, err)
-	return len(keys), err
+	var keys []string
+	n, err := db.sweepStatement(ctx, cutoff, limit, &keys)
+	if end != nil {
+		end(keys, err)
+	}
+	return n, err
 }
 
 // afterWrite checkpoints when due, and sweeps a small batch every
@@ -159,8 +293,6 @@ func (db *DB) afterWrite(ctx context.Context, now int64) {
 		return
 	}
 	db.writes = 0
-	began := db.cfg.clock.Monotonic()
-	_, err := db.sweepBatch(ctx, now, min(db.sweepLimit(), inlineSweepRows))
-	db.sweepTook(db.cfg.clock.Monotonic() - began)
+	_, err := db.sweepAlone(ctx, now, min(db.sweepLimit(), inlineSweepRows))
 	db.note(err)
 }

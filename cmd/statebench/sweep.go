@@ -13,10 +13,9 @@ import (
 )
 
 // probeClock is the operating system's clock with a probe in it. The engine
-// reads its clock right before and right after the statement of each sweep
-// transaction, in Sweep itself (to size the next batch): the probe tells
-// those reads from the others by their caller and times each pair with a
-// txnTimer. It is tied to that detail of the engine, and says so: if it
+// reads its clock at the start of each sweep transaction and after its
+// COMMIT, in sweepTxn and nowhere else there: the probe tells those reads
+// from the others by their caller and times each pair with a txnTimer. It is tied to that detail of the engine, and says so: if it
 // sees no sweep reads, the scenario fails rather than report nothing as a
 // pass.
 type probeClock struct {
@@ -28,7 +27,7 @@ type probeClock struct {
 
 // sweepCaller names the function whose clock reads bracket a sweep
 // transaction.
-const sweepCaller = "statekit/state.(*DB).sweep."
+const sweepCaller = "statekit/state.(*DB).sweepTxn"
 
 func newProbeClock() *probeClock { return &probeClock{start: time.Now()} }
 
@@ -207,7 +206,7 @@ func runSweep(e *env) ([]Result, error) {
 	r.Notes = append(r.Notes, fmt.Sprintf("Sweep deleted the %d expired rows left (of %d; Incr's small inline sweeps took the rest) in %v, %.0f rows/s",
 		res.n, e.rows, res.elapsed.Round(time.Millisecond), float64(res.n)/res.elapsed.Seconds()))
 	if txns.Ops == 0 {
-		return nil, errors.New("the sweep probe timed no sweep transaction: the engine no longer reads its clock around one in Sweep; update probeClock")
+		return nil, errors.New("the sweep probe timed no sweep transaction: the engine no longer reads its clock around one in sweepTxn; update probeClock")
 	}
 	r.Notes = append(r.Notes, fmt.Sprintf("Sweep ran %d transactions (timed by the engine's own clock reads around each): p50 %.2f ms, p99 %.2f ms, longest %.2f ms",
 		txns.Ops, txns.P50Micros/1e3, txns.P99Micros/1e3, txns.MaxMicros/1e3))

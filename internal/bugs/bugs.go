@@ -58,6 +58,11 @@ const (
 	// the group's COMMIT, and so its FULL sync, has run: a crash or power
 	// loss then can take back a token its caller holds.
 	GroupedGrantEarly
+	// SweepStaleDelete makes a sweep choose its rows in one turn and
+	// delete them by rowid in its next, without reading their deadline
+	// again: a write that made one of them live again between the two
+	// turns (Set, Incr, CAS, Expire on an expired key) loses it.
+	SweepStaleDelete
 	lastBug
 )
 
@@ -77,6 +82,7 @@ var names = map[Bug]string{
 	CheckpointAfterFailedSync: "checkpoint-after-failed-sync",
 	FlushLosesConcurrent:      "flush-loses-concurrent",
 	GroupedGrantEarly:         "grouped-grant-early",
+	SweepStaleDelete:          "sweep-stale-delete",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

@@ -1,0 +1,152 @@
+package state
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/hooks"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// txnSizes is a sweep observer that records the rows of each sweep
+// transaction, and calls first, if set, at the start of the first.
+type txnSizes struct {
+	mu    sync.Mutex
+	sizes []int
+	first func()
+}
+
+func (o *txnSizes) Sweeping(int64) func([]string, error) {
+	o.mu.Lock()
+	f := o.first
+	o.first = nil
+	o.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return func(keys []string, err error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if err == nil {
+			o.sizes = append(o.sizes, len(keys))
+		}
+	}
+}
+
+func (o *txnSizes) get() []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]int(nil), o.sizes...)
+}
+
+// tickingClock is a clock whose monotonic time moves by tick at every
+// reading, so a sweep's steps take time without a real timer.
+type tickingClock struct {
+	*faults.Clock
+	tick time.Duration
+	n    atomic.Int64
+}
+
+func (c *tickingClock) Monotonic() time.Duration {
+	return c.Clock.Monotonic() + time.Duration(c.n.Add(1))*c.tick
+}
+
+// sweepFixture opens a file without background work, with rows keys that
+// expire, on clock, and moves the clock past their deadline.
+func sweepFixture(t *testing.T, clock Clock, advance func(), rows int, o *txnSizes) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "s.state"), WithClock(clock), WithoutBackground(),
+		hooks.Option(hooks.Engine{Sweeps: o}).(Option))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	// One statement, straight through SQL (the schema is documented):
+	// thousands of Sets are slow under the race detector.
+	deadline := db.Now().UnixMilli() + 1
+	_, err = db.conn.ExecContext(t.Context(), `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?1)
+INSERT INTO kv(key, value, expires_at) SELECT printf('k%06d', i), i, ?2 FROM c`, rows, deadline)
+	require.NoError(t, err)
+	advance()
+	return db
+}
+
+// TestSweepYieldsToAQueuedVerb: a verb that queues while a sweep
+// transaction runs waits for one step and the COMMIT, not for the rest of
+// the transaction: the transaction ends after the step during which the
+// verb queued, however many rows are left, and the verb runs next.
+func TestSweepYieldsToAQueuedVerb(t *testing.T) {
+	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	o := &txnSizes{}
+	db := sweepFixture(t, clock, func() { clock.Advance(time.Millisecond) }, 5000, o)
+	var firstStep int
+	incr := make(chan error, 1)
+	o.first = func() {
+		// mu is held: the sweep's first transaction is about to begin.
+		firstStep = db.sweepLimit()
+		go func() { _, err := db.Incr(context.Background(), "counter"); incr <- err }()
+		for i := 0; !db.q.waiting(); i++ {
+			require.Less(t, i, 1_000_000, "the Incr never queued")
+			runtime.Gosched()
+		}
+	}
+	n, err := db.Sweep(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, <-incr)
+	assert.Equal(t, 5000, n)
+	sizes := o.get()
+	require.NotEmpty(t, sizes)
+	assert.Equal(t, firstStep, sizes[0], "the first transaction committed after its first step, with a verb queued")
+	assert.Greater(t, len(sizes), 1)
+}
+
+// TestSweepTransactionBounds: with nobody waiting, a sweep transaction goes
+// on past one step, and ends at sweepTxnRows rows (on a clock that stands
+// still, as a simulator's) or once its steps took sweepTxnTime by the
+// clock, whichever comes first.
+func TestSweepTransactionBounds(t *testing.T) {
+	const rows = sweepTxnRows + 3*sweepBatchRows
+	t.Run("rows", func(t *testing.T) {
+		clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		o := &txnSizes{}
+		db := sweepFixture(t, clock, func() { clock.Advance(time.Millisecond) }, rows, o)
+		n, err := db.Sweep(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, rows, n)
+		sizes := o.get()
+		require.Len(t, sizes, 2)
+		assert.GreaterOrEqual(t, sizes[0], sweepTxnRows)
+		assert.Less(t, sizes[0], sweepTxnRows+sweepBatchRows, "at most one step past the bound")
+	})
+	t.Run("time", func(t *testing.T) {
+		base := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		// Each step reads the clock three times: a step of 60 µs by its
+		// own two readings (its size stays), 180 µs in all, and about 12
+		// steps to a transaction.
+		clock := &tickingClock{Clock: base, tick: 60 * time.Microsecond}
+		o := &txnSizes{}
+		db := sweepFixture(t, clock, func() { base.Advance(time.Millisecond) }, rows, o)
+		n, err := db.Sweep(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, rows, n)
+		sizes := o.get()
+		require.Greater(t, len(sizes), 2, "transactions end by time before their rows bound")
+		steps := int(sweepTxnTime/(3*clock.tick)) + 1
+		assert.Less(t, sizes[0], sweepTxnRows)
+		assert.LessOrEqual(t, sizes[0], steps*inlineSweepRows)
+		assert.Greater(t, sizes[0], inlineSweepRows, "more than one step while nobody waits")
+	})
+}
+
+// TestSweepPause: the background sweeper comes back sooner after a pass
+// that found a backlog.
+func TestSweepPause(t *testing.T) {
+	assert.Equal(t, time.Second, sweepPause(time.Second, 0))
+	assert.Equal(t, time.Second, sweepPause(time.Second, sweepBusyRows-1))
+	assert.Equal(t, 100*time.Millisecond, sweepPause(time.Second, sweepBusyRows))
+}
