@@ -325,33 +325,3 @@ func writes(in model.Input) bool {
 	}
 	return true
 }
-
-// partitionsOf names the partitions of linearizability.Check that in
-// touches: "k:"+key for a key, "l:"+name for a lease.
-func partitionsOf(in model.Input) []string {
-	var out []string
-	add := func(p string) {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	var visit func(in model.Input)
-	visit = func(in model.Input) {
-		switch {
-		case in.Kind.IsLease():
-			add("l:" + in.Key)
-		case in.Kind == model.Del:
-			for _, k := range in.Keys {
-				add("k:" + k)
-			}
-		case in.Kind == model.Update || in.Kind == model.Flush:
-			for _, sub := range in.Ops {
-				visit(sub)
-			}
-		case in.Key != "":
-			add("k:" + in.Key)
-		}
-	}
-	visit(in)
-	return out
-}
