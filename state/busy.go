@@ -9,7 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/statekit/statekit/internal/lockwait"
 	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
 	"modernc.org/libc"
@@ -74,7 +73,7 @@ var busyDelays = []time.Duration{
 
 // sqliteBusyDelays is the schedule of SQLite's default busy handler
 // (sqliteDefaultBusyCallback), which the engine used before busyDelays:
-// statebench runs it beside the engine's (internal/lockwait).
+// statebench runs it beside the engine's (hooks.Engine.SQLiteBusySchedule).
 var sqliteBusyDelays = []time.Duration{1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
 	10 * time.Millisecond, 15 * time.Millisecond, 20 * time.Millisecond, 25 * time.Millisecond,
 	25 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond,
@@ -87,9 +86,9 @@ type busyEntry struct {
 	delays []time.Duration
 }
 
-// busySchedule returns the schedule a handle opened now uses.
-func busySchedule() []time.Duration {
-	if lockwait.Get() == lockwait.SQLite {
+// busySchedule returns the handle's schedule.
+func (db *DB) busySchedule() []time.Duration {
+	if db.cfg.sqliteBusy {
 		return sqliteBusyDelays
 	}
 	return busyDelays
@@ -114,7 +113,7 @@ func (db *DB) installBusyHandler(conn *sql.Conn) bool {
 			return nil
 		}
 		id := busyIDs.Add(1)
-		busyHandles.Store(id, &busyEntry{db: db, delays: busySchedule()})
+		busyHandles.Store(id, &busyEntry{db: db, delays: db.busySchedule()})
 		var fp uintptr
 		*(*func(*libc.TLS, uintptr, int32) int32)(unsafe.Pointer(&fp)) = busyHandler
 		tls := libc.NewTLS()

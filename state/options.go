@@ -50,6 +50,7 @@ type config struct {
 	times            func(int64)         // nil: none
 	checkpointEvery  int                 // writes between background checkpoints
 	inlineSweepEvery int                 // writes between inline sweep batches
+	sqliteBusy       bool                // wait for another process's lock on SQLite's schedule (busy.go)
 }
 
 func defaultConfig() config {
@@ -75,6 +76,7 @@ func init() {
 			if e.InlineSweepEvery > 0 {
 				cfg.inlineSweepEvery = e.InlineSweepEvery
 			}
+			cfg.sqliteBusy = e.SQLiteBusySchedule
 		})
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/statekit/statekit/internal/lockwait"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -59,10 +59,11 @@ func child(args []string) error {
 	if err != nil {
 		return err
 	}
+	var opts []state.Option
 	if *wait == waitSQLite {
-		lockwait.Set(lockwait.SQLite)
+		opts = append(opts, hooks.Option(hooks.Engine{SQLiteBusySchedule: true}).(state.Option))
 	}
-	db, err := state.Open(*path)
+	db, err := state.Open(*path, opts...)
 	if err != nil {
 		return err
 	}

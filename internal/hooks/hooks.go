@@ -38,6 +38,10 @@ type Engine struct {
 	// InlineSweepEvery, when above 0, replaces the number of writes between
 	// two inline sweep batches.
 	InlineSweepEvery int
+	// SQLiteBusySchedule makes the handle wait for another process's lock
+	// on SQLite's own schedule (1, 2, 5 ... 100 ms apart) instead of the
+	// engine's, so that statekit's benchmark can run both in one run.
+	SQLiteBusySchedule bool
 }
 
 // Option turns an Engine into a state.Option (returned as any: this
