@@ -32,7 +32,6 @@ func TestEveryScriptReplyEndsWithItsTime(t *testing.T) {
 		want []any // the elements before the time, when fixed
 	}{
 		{setScript, []string{k}, []any{"i:1", 0}, []any{}},
-		{getScript, []string{k}, nil, []any{"i:1", int64(1)}},
 		{incrScript, []string{k}, []any{"2", 0}, []any{int64(codeOK), "3"}},
 		{casScript, []string{k}, []any{"1", "i:3", "1", "i:4", 0}, []any{int64(1)}},
 		{expireScript, []string{k}, []any{60000}, []any{int64(1)}},
@@ -61,7 +60,7 @@ func TestEveryScriptReplyEndsWithItsTime(t *testing.T) {
 			assert.Equal(t, c.want, []any(r[:len(r)-1]), c.sc.name)
 		}
 	}
-	for _, sc := range []script{getScript, setScript, delScript, incrScript, casScript, expireScript, ttlScript,
+	for _, sc := range []script{setScript, delScript, incrScript, casScript, expireScript, ttlScript,
 		readScript, flushScript, leaseScript, renewScript, releaseScript} {
 		assert.True(t, seen[sc.name], "%s is checked", sc.name)
 	}

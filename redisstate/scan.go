@@ -168,7 +168,7 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 			return nil, 0, s.fail(ctx, gerr, reads)
 		}
 		at, terr := ats[i].Int64()
-		if terr != nil && !old && strings.Contains(strings.ToLower(terr.Error()), "unknown command") {
+		if !old && unknownCommand(terr) {
 			s.noExpireTime.Store(true) // before Redis 7: read PTTL
 			return s.readKeys(ctx, rkeys)
 		}

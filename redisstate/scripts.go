@@ -15,7 +15,6 @@ var scriptFiles embed.FS
 // file, loaded once per server and run by its SHA (go-redis's Script.Run
 // sends EVALSHA and falls back to EVAL when the server does not have it).
 var (
-	getScript     = loadScript("get")
 	setScript     = loadScript("set")
 	delScript     = loadScript("del")
 	incrScript    = loadScript("incr")

@@ -152,26 +152,6 @@ func damaged(what, name string) error {
 	return fmt.Errorf("%w: the %s %q holds a value without a valid statekit encoding", state.ErrCorrupt, what, name)
 }
 
-// Get returns the live value of key, or ErrNotFound.
-func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
-	r, err := s.run(ctx, getScript, reads, []string{s.keyOf(key)})
-	if err != nil {
-		return state.Value{}, err
-	}
-	found, err := r.int(1)
-	if err != nil {
-		return state.Value{}, err
-	}
-	if found == 0 {
-		return state.Value{}, state.ErrNotFound
-	}
-	v, err := r.str(0)
-	if err != nil {
-		return state.Value{}, err
-	}
-	return decode(v)
-}
-
 // Set stores v at key, with the deadline now+ttl (ms) or none for ttl 0.
 func (s *store) Set(ctx context.Context, key string, v state.Value, ttl int64) error {
 	_, err := s.run(ctx, setScript, writes, []string{s.keyOf(key)}, encode(v), ttl)

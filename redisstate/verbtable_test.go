@@ -28,6 +28,23 @@ func TestVerbTable(t *testing.T) {
 	}, verbtest.Options{})
 }
 
+// TestVerbTableWithoutExpireTime runs the table on a server that has no
+// PEXPIRETIME, as Redis 6.2 has none (the command is renamed away, so the
+// server answers "unknown command"): every verb then reads a deadline as
+// now + PTTL, and the edges must not move.
+func TestVerbTableWithoutExpireTime(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--rename-command", "PEXPIRETIME", ""))
+	out, err := srv.Command("PEXPIRETIME", "k")
+	require.Error(t, err, "PEXPIRETIME is gone: %s", out)
+	var n atomic.Int64
+	verbtest.Run(t, func(t *testing.T) *state.DB {
+		prefix := fmt.Sprintf("verbtable:%d:", n.Add(1))
+		db, err := state.Open(srv.URL(prefix))
+		require.NoError(t, err, "open %s", prefix)
+		return db
+	}, verbtest.Options{})
+}
+
 // TestVerbTableCluster runs the same table on a three-master Redis
 // Cluster, through go-redis's cluster client. Each case's prefix is a hash
 // tag ({verbtable7}:), which puts the case's whole store in one slot, so

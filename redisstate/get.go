@@ -1,0 +1,114 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/hooks"
+	"github.com/statekit/statekit/state"
+)
+
+// Get returns the live value of key, or ErrNotFound.
+//
+// Get is the one verb that is not a script: it writes nothing, so it
+// needs only to be atomic, and TIME, GET and PEXPIRETIME in one
+// MULTI/EXEC are (Redis runs a transaction's commands with no other
+// client's in between), for about half what EVALSHA of the same three
+// costs. The key is live at TIME's reading while its deadline is after
+// it, as in every script (live_get in scripts/lib.lua). A key Redis
+// itself found expired inside the transaction had a deadline before
+// Redis's reading there, which is not after TIME's, so both agree it is
+// gone.
+func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
+	if s.closed.Load() {
+		return state.Value{}, state.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return state.Value{}, fmt.Errorf("statekit: %w", err)
+	}
+	rkey := s.keyOf(key)
+	for try := 1; ; try++ {
+		v, err := s.getOnce(ctx, rkey)
+		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
+			s.cluster.ReloadState(ctx)
+			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
+				return state.Value{}, fmt.Errorf("statekit: %w", err)
+			}
+			continue
+		}
+		return v, err
+	}
+}
+
+// getOnce runs Get's transaction once on the server that owns rkey. Its
+// redirect errors (a cluster slot that moved) are returned as they are.
+func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
+	c, err := s.client(ctx, rkey)
+	if err != nil {
+		return state.Value{}, s.fail(ctx, err, reads)
+	}
+	old := s.noExpireTime.Load()
+	var (
+		tm  *redis.TimeCmd
+		get *redis.StringCmd
+		at  *redis.Cmd
+	)
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		tm = p.Time(ctx)
+		get = p.Get(ctx, rkey)
+		if old {
+			at = p.Do(ctx, "PTTL", rkey)
+		} else {
+			at = p.Do(ctx, "PEXPIRETIME", rkey)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if !old && unknownCommand(at.Err()) {
+			s.noExpireTime.Store(true) // before Redis 7: read PTTL
+			return s.getOnce(ctx, rkey)
+		}
+		if redirect(err) {
+			return state.Value{}, err
+		}
+		return state.Value{}, s.fail(ctx, err, reads)
+	}
+	t, err := tm.Result()
+	if err != nil {
+		return state.Value{}, s.fail(ctx, err, reads)
+	}
+	now := t.UnixMilli()
+	s.clock.observe(now)
+	hooks.NoteNow(ctx, now)
+	v, err := get.Result()
+	if errors.Is(err, redis.Nil) {
+		return state.Value{}, state.ErrNotFound
+	}
+	if err != nil {
+		return state.Value{}, s.fail(ctx, err, reads)
+	}
+	ms, err := at.Int64()
+	if err != nil {
+		return state.Value{}, s.fail(ctx, err, reads)
+	}
+	if ms >= 0 {
+		deadline := ms
+		if old {
+			deadline = now + ms // PTTL counts from Redis's own reading: at most a little early
+		}
+		if deadline <= now {
+			return state.Value{}, state.ErrNotFound
+		}
+	}
+	return decode(v)
+}
+
+// unknownCommand reports whether err is the server's answer to a command
+// it does not have.
+func unknownCommand(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command")
+}
