@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/recipehooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -119,7 +121,11 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 		return nil, err
 	}
 	name := LeasePrefix + key
+	h := recipehooks.From(ctx)
 	owner := newOwner()
+	if h != nil && h.Owner != "" {
+		owner = h.Owner
+	}
 	deadline := db.Now().Add(c.maxWait)
 	pause := time.Millisecond
 	for missed := false; ; missed = true {
@@ -131,6 +137,9 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 		}
 		l, err := db.Lease(ctx, name, owner, c.lease)
 		if err == nil {
+			if h != nil && h.Granted != nil {
+				h.Granted(l.Token)
+			}
 			return fill(ctx, db, key, ttl, fn, l)
 		}
 		var held *state.LeaseHeldError
@@ -143,7 +152,7 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 		}
 		// Look again soon: when the holder's lease lapses at the latest.
 		wait := min(pause, max(held.Left, time.Millisecond), left)
-		if err := sleep(ctx, wait); err != nil {
+		if err := sleep(ctx, h, wait); err != nil {
 			return nil, fmt.Errorf("cache %q: %w", key, err)
 		}
 		pause = min(2*pause, c.poll)
@@ -216,12 +225,19 @@ func fill(ctx context.Context, db *state.DB, key string, ttl time.Duration,
 	if len(val) > state.MaxValueBytes {
 		return nil, fmt.Errorf("cache %q: %w: fn returned %d bytes, the most is %d", key, state.ErrInvalidValue, len(val), state.MaxValueBytes)
 	}
-	err = db.Update(ctx, func(tx *state.Tx) error {
-		if err := tx.Release(l); err != nil {
-			return err // lost: expired, or taken over with a newer token
+	if recipehooks.Has(ctx, bugs.CacheWritesAfterLost) {
+		// The planted bug: write, then release, unfenced.
+		if err = db.Set(ctx, key, val, state.TTL(ttl)); err == nil {
+			err = db.Release(ctx, l)
 		}
-		return tx.Set(key, val, state.TTL(ttl))
-	})
+	} else {
+		err = db.Update(ctx, func(tx *state.Tx) error {
+			if err := tx.Release(l); err != nil {
+				return err // lost: expired, or taken over with a newer token
+			}
+			return tx.Set(key, val, state.TTL(ttl))
+		})
+	}
 	if errors.Is(err, state.ErrLeaseLost) {
 		settled = true // not written; and nothing to release
 		return val, nil
@@ -233,8 +249,12 @@ func fill(ctx context.Context, db *state.DB, key string, ttl time.Duration,
 	return val, nil
 }
 
-// sleep pauses for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep pauses for d or until ctx ends, through the simulator's hooks if ctx
+// carries them.
+func sleep(ctx context.Context, h *recipehooks.Hooks, d time.Duration) error {
+	if h != nil && h.Sleep != nil {
+		return h.Sleep(ctx, d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

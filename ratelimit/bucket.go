@@ -19,7 +19,10 @@ import (
 //
 // Each decision reads the TAT and writes it back in one Update, exact across
 // goroutines and processes. A refused request writes nothing. The key
-// expires when the bucket is full again, so an idle client costs no row.
+// expires one capacity (burst*interval) after the bucket is full again, so an
+// idle client costs no row for long, and a decision that runs a little
+// after the time it decided by, or in a process whose clock is a little
+// behind, never finds the bucket gone before it is full.
 //
 // The emission interval is whole nanoseconds (window/limit rounded down), so
 // a rate that does not divide evenly refills a hair faster than stated: 3
@@ -71,10 +74,10 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		return Decision{}, err
 	}
 	k := b.prefix + key
-	now := nowNanos(b.db)
+	now, twoSteps := decideAt(ctx, b.db)
 	var tat, newTAT int64
 	allowed := false
-	err := b.db.Update(ctx, func(tx *state.Tx) error {
+	err := decide(ctx, b.db, twoSteps, func(tx *state.Tx) error {
 		// On a store opened from a URL the callback may run again after a
 		// conflict: only the last run's answer counts.
 		allowed = false
@@ -89,11 +92,18 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 			tat = now + b.tau
 		}
 		newTAT = tat + n*b.interval
-		if newTAT-now > b.tau {
-			return nil // refused: nothing written
+		allowed = newTAT-now <= b.tau // else refused: nothing written
+		return nil
+	}, func(tx *state.Tx) error {
+		if !allowed {
+			return nil
 		}
-		allowed = true
-		return tx.Set(k, newTAT, state.TTL(time.Duration(newTAT-now)))
+		// The row outlives the time the bucket is full again by one
+		// capacity, as a window's count outlives its window by a window:
+		// a decision whose verb runs a little after the now it decided
+		// by, or a process whose engine time is a little behind, still
+		// finds the bucket, never a full one before its time.
+		return tx.Set(k, newTAT, state.TTL(time.Duration(newTAT-now+b.tau)))
 	})
 	if err != nil {
 		return Decision{}, fmt.Errorf("token bucket %q: %w", key, err)

@@ -58,7 +58,7 @@ func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision
 	if err := checkRequest(key, n, f.limit); err != nil {
 		return Decision{}, err
 	}
-	now := nowNanos(f.db)
+	now, twoSteps := decideAt(ctx, f.db)
 	idx := now / f.window
 	left := (idx+1)*f.window - now // until the window ends: at least 1ns
 	k := windowKey(f.prefix, key, idx)
@@ -69,22 +69,22 @@ func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision
 
 	var count int64 // the window's count after this request, or before it if refused
 	allowed := false
-	if n == 1 {
+	if n == 1 && !twoSteps {
 		c, err := f.db.Incr(ctx, k, ttl)
 		if err != nil {
 			return Decision{}, fmt.Errorf("fixed window %q: %w", key, err)
 		}
 		count, allowed = c, c <= f.limit
 	} else {
-		err := f.db.Update(ctx, func(tx *state.Tx) error {
+		err := decide(ctx, f.db, twoSteps, func(tx *state.Tx) error {
 			c, err := storedInt(tx, k)
-			if err != nil {
-				return err
-			}
-			count, allowed = c, c <= f.limit-n
+			count, allowed = c, err == nil && c <= f.limit-n
+			return err
+		}, func(tx *state.Tx) error {
 			if !allowed {
 				return nil
 			}
+			var err error
 			count, err = tx.IncrBy(k, n, ttl)
 			return err
 		})

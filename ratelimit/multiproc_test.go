@@ -41,6 +41,10 @@ type job struct {
 	Procs      int           // workers: each waits for all of them before it fires
 	Goroutines int
 	Requests   int // per goroutine
+	// PerRequest: request i of each goroutine uses key Key:i instead of
+	// Key (the idempotency tests: every caller claims the same Requests
+	// keys).
+	PerRequest bool
 }
 
 // tally is what a worker reports: its decisions, and the engine times before
@@ -60,6 +64,8 @@ func newLimiter(db *state.DB, j job) (ratelimit.Limiter, error) {
 		return ratelimit.NewTokenBucket(db, j.Limit, j.Window)
 	case "naive":
 		return naivelimit.New(db, j.Limit, j.Window), nil
+	case "claim", "naive-claim":
+		return newClaimer(db, j.Kind == "naive-claim", j.Window), nil
 	}
 	return nil, fmt.Errorf("unknown kind %q", j.Kind)
 }
@@ -96,8 +102,12 @@ func runChild(spec string) int {
 	var wg sync.WaitGroup
 	for range j.Goroutines {
 		wg.Go(func() {
-			for range j.Requests {
-				d, err := l.Allow(ctx, j.Key)
+			for i := range j.Requests {
+				key := j.Key
+				if j.PerRequest {
+					key = fmt.Sprintf("%s:%d", j.Key, i)
+				}
+				d, err := l.Allow(ctx, key)
 				if err != nil {
 					failed.Store(err)
 					return

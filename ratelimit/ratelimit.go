@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/recipehooks"
 	"github.com/statekit/statekit/state"
 )
 
@@ -159,5 +161,36 @@ func windowKey(prefix, key string, idx int64) string {
 	return prefix + key + ":" + strconv.FormatInt(idx, 10)
 }
 
-// nowNanos returns the engine's time in unix nanoseconds.
-func nowNanos(db *state.DB) int64 { return db.Now().UnixNano() }
+// decideAt returns the engine's time in unix nanoseconds, the time a
+// decision is made by, and tells it to the simulator's hooks if ctx carries
+// them (internal/recipehooks); twoSteps says the planted bug that splits a
+// decision's read from its write is on.
+func decideAt(ctx context.Context, db *state.DB) (now int64, twoSteps bool) {
+	now = db.Now().UnixNano()
+	h := recipehooks.From(ctx)
+	if h == nil {
+		return now, false
+	}
+	if h.Decided != nil {
+		h.Decided(now)
+	}
+	return now, h.Bugs.Has(bugs.LimiterTwoSteps)
+}
+
+// decide runs a decision's read and then its write in one Update, so that
+// no other decision comes between them. With the planted bug twoSteps it
+// runs them in two, the mistake the simulator must catch.
+func decide(ctx context.Context, db *state.DB, twoSteps bool, read, write func(tx *state.Tx) error) error {
+	if twoSteps {
+		if err := db.Update(ctx, read); err != nil {
+			return err
+		}
+		return db.Update(ctx, write)
+	}
+	return db.Update(ctx, func(tx *state.Tx) error {
+		if err := read(tx); err != nil {
+			return err
+		}
+		return write(tx)
+	})
+}

@@ -180,17 +180,24 @@ func TestTokenBucketWithBurst(t *testing.T) {
 	check(t, decide(t, l, "k", 1), 3, want{true, 0, time.Second, 3 * time.Second}, "one a second")
 }
 
-func TestTokenBucketKeyExpiresWhenFull(t *testing.T) {
+// TestTokenBucketKeyOutlivesFullByACapacity: the bucket's row lives one
+// capacity (here 10 s) past the time the bucket is full again, and no
+// longer. (It once expired when the bucket was full: a decision whose verb
+// ran a millisecond after the now it decided by found no row and took a
+// full bucket, one token more than the bucket held.)
+func TestTokenBucketKeyOutlivesFullByACapacity(t *testing.T) {
 	db, clock := openDB(t)
 	l, err := ratelimit.NewTokenBucket(db, 10, 10*time.Second, ratelimit.WithPrefix("b:"))
 	require.NoError(t, err)
 	decide(t, l, "k", 4)
 	left, err := db.TTL(t.Context(), "b:k")
 	require.NoError(t, err)
-	assert.Equal(t, 4*time.Second, left, "the key lives until the bucket is full")
+	assert.Equal(t, 14*time.Second, left, "full in 4 s, then a capacity of 10 s")
 	clock.Advance(4 * time.Second)
+	check(t, decide(t, l, "k", 10), 10, want{true, 0, time.Second, 10 * time.Second}, "full again after 4 s")
+	clock.Advance(20 * time.Second)
 	_, err = db.Get(t.Context(), "b:k")
-	assert.ErrorIs(t, err, state.ErrNotFound)
+	assert.ErrorIs(t, err, state.ErrNotFound, "gone a capacity after full")
 }
 
 // limiters builds each limiter with limit per window on db.

@@ -59,7 +59,7 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 		return Decision{}, err
 	}
 	w := s.window
-	now := nowNanos(s.db)
+	now, twoSteps := decideAt(ctx, s.db)
 	idx := now / w
 	into := now - idx*w // how far into the current window: 0..w-1
 	left := w - into    // until it ends
@@ -70,7 +70,7 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 
 	var prev, cur int64
 	allowed := false
-	err := s.db.Update(ctx, func(tx *state.Tx) error {
+	err := decide(ctx, s.db, twoSteps, func(tx *state.Tx) error {
 		// On a store opened from a URL the callback may run again after a
 		// conflict: only the last run's answer counts.
 		allowed = false
@@ -81,10 +81,13 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 		if cur, err = storedInt(tx, curKey); err != nil {
 			return err
 		}
-		if !s.fits(prev, cur, n, into) {
+		allowed = s.fits(prev, cur, n, into)
+		return nil
+	}, func(tx *state.Tx) error {
+		if !allowed {
 			return nil
 		}
-		allowed = true
+		var err error
 		cur, err = tx.IncrBy(curKey, n, ttl)
 		return err
 	})

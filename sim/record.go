@@ -60,6 +60,9 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 
 // recordUnknown records the call fl as of unknown outcome.
 func (w *world) recordUnknown(fl *inflight) {
+	if fl.in.Kind == model.Sweep && !w.tearing {
+		w.recipeSwept(nil, fl.in.NowMillis, fl.call, w.tick()) // it may have deleted a recipe's rows
+	}
 	w.record(fl.p, linearizability.Op{Client: fl.client, Input: *fl.in, Call: fl.call, Return: fl.call, Unknown: true})
 }
 
@@ -217,6 +220,7 @@ func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
 				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}
 				w.record(p, linearizability.Op{Client: fl.client, Input: del, Output: model.Output{N: 0},
 					Call: fl.call, Return: w.tick()})
+				w.recipeSwept(keys, cutoff, fl.call, w.events)
 			}
 			return
 		}

@@ -104,6 +104,7 @@ func (w *world) report(complete bool) *Report {
 		w.checkLinearizability()
 		w.checkFencing()
 		w.counter.check(w)
+		w.checkRecipes()
 	}
 	w.stats.Recorded = len(w.history)
 	w.stats.VirtualMillis = w.trueMillis

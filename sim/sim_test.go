@@ -129,8 +129,9 @@ var canaries = []struct {
 	{"lease-two-statements", []string{sim.CheckLinearizability, sim.CheckFencing}, 0, nil},
 	{"group-early-answer", []string{sim.CheckLinearizability, sim.CheckCounter}, 20, nil},
 	// Lease verbs group too: a leaked ErrLeaseHeld or
-	// ErrLeaseLost can make a grant look granted, which fencing sees.
-	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter, sim.CheckFencing}, 0, nil},
+	// ErrLeaseLost can make a grant look granted, which fencing sees; a
+	// cache fill then gets a nil *Lease with a nil error and panics.
+	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter, sim.CheckFencing, sim.CheckPanic}, 0, nil},
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
 		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress}, 40,
 		func(c *sim.Config) { c.Rates.SyncError = 0.1 }},
@@ -140,6 +141,11 @@ var canaries = []struct {
 	// A key a write made live again between the sweep's two turns is
 	// deleted live: a later read or increment finds it gone.
 	{"sweep-stale-delete", []string{sim.CheckLinearizability, sim.CheckCounter}, 0, nil},
+	// The recipes' planted bugs (package ratelimit, package cache): only
+	// the recipe checks see them, since the recipes' keys are not in the
+	// history.
+	{"limiter-two-steps", []string{sim.CheckRateLimit}, 0, nil},
+	{"cache-writes-after-lost", []string{sim.CheckCache}, 0, nil},
 }
 
 func TestCanaries(t *testing.T) {

@@ -99,6 +99,10 @@ func (w *world) clientOp(t *thread, p *process, c *client) {
 		w.runProbe(t, p, c, pr)
 		return
 	}
+	if w.recipeTurn() {
+		w.recipeOp(t, p, c)
+		return
+	}
 	r := w.rngWork
 	kind := w.pickKind()
 	if w.diskFull > 0 && r.IntN(2) == 0 {

@@ -81,6 +81,7 @@ type world struct {
 	counter    counterCheck
 	violations []Violation
 	lin        linearizability.Result
+	recipes    *recipeState // the recipe workload (recipes.go)
 	stats      Stats
 }
 
@@ -113,6 +114,7 @@ func newWorld(cfg Config) *world {
 		rngLife: rand.New(rand.NewPCG(cfg.Seed, streamLife)),
 		hash:    sha256.New(),
 		stats:   Stats{Faults: map[string]int{}},
+		recipes: newRecipeState(cfg.Seed),
 	}
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	for k := range w.rngFault {

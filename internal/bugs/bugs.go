@@ -63,6 +63,16 @@ const (
 	// again: a write that made one of them live again between the two
 	// turns (Set, Incr, CAS, Expire on an expired key) loses it.
 	SweepStaleDelete
+	// LimiterTwoSteps makes every limiter of package ratelimit read its
+	// state in one call and write it in another, so that two callers that
+	// read the same state are both allowed (a recipe bug: it needs
+	// internal/recipehooks in the call's context, not the engine's hooks).
+	LimiterTwoSteps
+	// CacheWritesAfterLost makes a cache fill write its value with a plain
+	// Set and then release its lease, so a caller whose lease lapsed
+	// mid-compute overwrites the newer holder's value (a recipe bug, as
+	// LimiterTwoSteps).
+	CacheWritesAfterLost
 	lastBug
 )
 
@@ -83,6 +93,8 @@ var names = map[Bug]string{
 	FlushLosesConcurrent:      "flush-loses-concurrent",
 	GroupedGrantEarly:         "grouped-grant-early",
 	SweepStaleDelete:          "sweep-stale-delete",
+	LimiterTwoSteps:           "limiter-two-steps",
+	CacheWritesAfterLost:      "cache-writes-after-lost",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
