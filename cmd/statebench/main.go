@@ -83,6 +83,7 @@ var scenarios = []scenario{
 	{"processes", runProcesses},
 	{"incr-buffered", runBuffered},
 	{"ratelimit", runRateLimit},
+	{"recipes", runRecipes},
 	{"redis", runRedis},
 	{"sweep", runSweep},
 	{"churn", runChurn},
