@@ -68,7 +68,8 @@ func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if !old && unknownCommand(at.Err()) {
+		err = queuedErr(err, tm, get, at)
+		if !old && unknownCommand(err) {
 			s.noExpireTime.Store(true) // before Redis 7: read PTTL
 			return s.getOnce(ctx, rkey)
 		}
@@ -105,6 +106,22 @@ func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
 		}
 	}
 	return decode(v)
+}
+
+// queuedErr returns, for a transaction EXEC refused (EXECABORT), the
+// error a command got when it was queued, which says why: LOADING from a
+// server still reading its AOF, MOVED from a cluster node that no longer
+// owns the key, an unknown command. Any other error is returned as it is.
+func queuedErr(err error, cmds ...redis.Cmder) error {
+	if !strings.HasPrefix(err.Error(), "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && !errors.Is(cerr, redis.Nil) && !strings.HasPrefix(cerr.Error(), "EXECABORT") {
+			return cerr
+		}
+	}
+	return err
 }
 
 // unknownCommand reports whether err is the server's answer to a command

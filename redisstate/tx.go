@@ -709,7 +709,7 @@ func (t *tx) commit() error {
 	if err := t.ensureNow(); err != nil {
 		return err
 	}
-	_, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
+	cmds, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		for _, rkey := range t.order {
 			ks := t.keys[rkey]
 			switch {
@@ -731,6 +731,9 @@ func (t *tx) commit() error {
 		return nil
 	})
 	t.execd = true
+	if err != nil {
+		err = queuedErr(err, cmds...) // EXECABORT: why a write was refused (MOVED, OOM, ...)
+	}
 	if isConflict(err) {
 		return errRetry
 	}

@@ -1,0 +1,83 @@
+package redisstate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/internal/redistest"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGetWhileServerLoads: a server restarted from its AOF answers LOADING
+// until it has read it (here slowed to 200 µs a key; it answers clients
+// between every 1,024 keys it reads, and they wait in between). Get, a MULTI/EXEC,
+// sees its transaction discarded (EXECABORT) then; it must say why, as
+// every scripted verb does: ErrUnavailable naming LOADING, nothing applied.
+// Once loaded, every key is back.
+func TestGetWhileServerLoads(t *testing.T) {
+	const keys = 5000
+	srv := redistest.Start(t, redistest.WithArgs("--key-load-delay", "200"))
+	db := openURL(t, srv.URL("t:"))
+	ctx := ctxT(t)
+	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+		for i := range keys {
+			if err := tx.Set(fmt.Sprint("k", i), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	srv.Kill()
+	relaunched := make(chan error, 1)
+	go func() { relaunched <- srv.Relaunch() }()
+	loading := 0
+	for done := false; !done; {
+		select {
+		case err := <-relaunched:
+			require.NoError(t, err)
+			done = true
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := db.Get(cctx, "k1")
+		cancel()
+		switch {
+		case err == nil, done:
+		case strings.Contains(err.Error(), "LOADING"):
+			require.ErrorIs(t, err, state.ErrUnavailable)
+			assert.NotContains(t, err.Error(), "EXECABORT", "the cause, not the discarded transaction")
+			loading++
+		case errors.Is(err, context.DeadlineExceeded):
+			// between two of the server's looks at its clients
+		default:
+			require.ErrorIs(t, err, state.ErrUnavailable, "while the server restarts")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Positive(t, loading, "Get ran while the server loaded its %d keys", keys)
+	for i := range keys {
+		v, err := db.Get(ctx, fmt.Sprint("k", i))
+		require.NoError(t, err)
+		n, _ := v.Int()
+		require.EqualValues(t, i, n)
+	}
+}
+
+// TestGetNamesAQueuedCommandsError: a server without GET (renamed away)
+// refuses Get's transaction; the error names the command it lacks, not
+// just the discarded transaction.
+func TestGetNamesAQueuedCommandsError(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--rename-command", "GET", ""))
+	db := openURL(t, srv.URL("t:"))
+	_, err := db.Get(ctxT(t), "k")
+	require.Error(t, err)
+	require.False(t, errors.Is(err, state.ErrNotFound))
+	assert.Contains(t, strings.ToLower(err.Error()), "unknown command")
+	assert.Contains(t, err.Error(), srv.Addr())
+}
