@@ -9,6 +9,7 @@
 //	statebench -run ratelimit -benchtime 500ms            # package ratelimit's limiters beside the naive Get+Set
 //	statebench -run churn -churn 20s                      # 1 s-TTL keys set at full speed: does the sweep keep up?
 //	statebench -run scale -scale                          # a 10-million-key file: sweep, Set+TTL, Incr (minutes)
+//	statebench -app                                       # the rate-limit web app: two HTTP servers on one file beside Redis
 //
 // The baseline of the single-goroutine verbs is the naive one: database/sql
 // prepared statements on the same modernc SQLite, with the same pragmas and
@@ -51,6 +52,9 @@ type env struct {
 	churn       time.Duration // how long the churn scenario's writer runs
 	scale       bool          // run the scale scenario (it takes minutes)
 	scaleKeys   int           // keys in the scale scenario's file
+	app         bool          // run the app scenario
+	appRequests int           // requests a flavour of the app scenario serves in a round
+	appProfile  string        // -cpuprofile: the app's server processes write theirs beside it
 	log         io.Writer
 	files       int
 }
@@ -85,6 +89,7 @@ var scenarios = []scenario{
 	{"ratelimit", runRateLimit},
 	{"recipes", runRecipes},
 	{"redis", runRedis},
+	{"app", runApp},
 	{"sweep", runSweep},
 	{"churn", runChurn},
 	{"scale", runScale},
@@ -121,6 +126,8 @@ func run() error {
 	churn := flag.Duration("churn", time.Minute, "how long the churn scenario's writer sets 1 s-TTL keys")
 	scale := flag.Bool("scale", false, "also run the scale scenario: sweep, Set+TTL and Incr on a file of -scale-keys keys (minutes)")
 	scaleKeys := flag.Int("scale-keys", 10_000_000, "keys in the scale scenario's file, a tenth of them expired")
+	app := flag.Bool("app", false, "run the rate-limit web app scenario (alone, unless -run names others): two HTTP server processes on one file beside the same over a loopback redis-server")
+	appRequests := flag.Int("app-requests", 20_000, "requests each flavour of the app scenario serves in a round")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
 	flag.Parse()
 
@@ -134,8 +141,11 @@ func run() error {
 	if *wait != waitEngine && *wait != waitSQLite && *wait != waitFlock {
 		return fmt.Errorf("-wait %q: want engine, sqlite or flock", *wait)
 	}
-	if *count < 1 || *rows < 1 || *goroutines < 1 || *churn <= 0 || *scaleKeys < 10 {
-		return errors.New("-count, -rows, -goroutines and -churn must be positive, -scale-keys at least 10")
+	if *count < 1 || *rows < 1 || *goroutines < 1 || *churn <= 0 || *scaleKeys < 10 || *appRequests < 1 {
+		return errors.New("-count, -rows, -goroutines, -churn and -app-requests must be positive, -scale-keys at least 10")
+	}
+	if *app && *runRE == "" {
+		*runRE = "^app$"
 	}
 	procCounts, err := parseCounts(*procs)
 	if err != nil {
@@ -165,11 +175,11 @@ func run() error {
 	}
 	e := &env{ctx: context.Background(), dir: work, bt: bt, count: *count, rows: *rows,
 		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: os.Stderr, sweepRandom: *sweepOrder == "random",
-		churn: *churn, scale: *scale, scaleKeys: *scaleKeys}
+		churn: *churn, scale: *scale, scaleKeys: *scaleKeys, app: *app, appRequests: *appRequests, appProfile: *cpuProfile}
 	rep := newReport(e)
 	e.logf("files in %s; benchtime %v, count %d, rows %d", work, bt, *count, *rows)
 	for _, s := range scenarios {
-		if !re.MatchString(s.name) || (s.name == "scale" && !e.scale) {
+		if !re.MatchString(s.name) || (s.name == "scale" && !e.scale) || (s.name == "app" && !e.app) {
 			continue
 		}
 		e.logf("%s", s.name)

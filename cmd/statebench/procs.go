@@ -21,8 +21,9 @@ import (
 // childArg, as the first argument, makes statebench a worker process: of the
 // multi-process scenarios (it opens the file, says "ready", waits for "go"
 // on stdin, runs Incr on its key until its budget is spent, and writes a
-// childResult as JSON on stdout), or with -mode memory of the memory
-// scenario, which wants a process of its own to measure.
+// childResult as JSON on stdout), with -mode memory of the memory
+// scenario, which wants a process of its own to measure, or with -mode app
+// one server process of the app scenario (app_child.go).
 const childArg = "-child"
 
 // childResult is what a worker process reports.
@@ -43,17 +44,23 @@ const (
 // child is the worker process's main.
 func child(args []string) error {
 	fs := flag.NewFlagSet("child", flag.ContinueOnError)
-	mode := fs.String("mode", "incr", "incr, or memory")
-	path := fs.String("path", "", "database file; for memory, a directory")
+	mode := fs.String("mode", "incr", "incr, memory or app")
+	path := fs.String("path", "", "database file; for memory, a directory; for app with -limiter lua, a redis-server's address")
 	key := fs.String("key", "hot", "key to increment")
 	benchtime := fs.String("benchtime", "1s", "budget")
 	wait := fs.String("wait", waitEngine, "how to wait for another process's lock: engine, sqlite or flock")
 	rate := fs.Float64("rate", 0, "calls a second, evenly spaced; 0: back to back")
+	limiter := fs.String("limiter", limitIncr, "app: how the server limits: incr, middleware or lua")
+	syncMode := fs.String("sync", "normal", "app: the file's sync mode: normal or full")
+	cpuProfile := fs.String("cpuprofile", "", "app: write the server's CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *mode == "memory" {
+	switch *mode {
+	case "memory":
 		return childMemory(*path)
+	case "app":
+		return childApp(appChild{limiter: *limiter, path: *path, sync: *syncMode, cpuProfile: *cpuProfile})
 	}
 	bt, err := parseBudget(*benchtime)
 	if err != nil {
