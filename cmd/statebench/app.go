@@ -154,7 +154,7 @@ func runApp(e *env) ([]Result, error) {
 // median over rounds, and the latencies seen by the clients.
 func appResult(p appPair, a, b Measure) Result {
 	r := ratioResult("app", a, b, appMinRatio)
-	r.Target = ""
+	r.Target, r.Met = "", false
 	if p.target {
 		r.Target = appTarget
 		r.Met = r.Ratio >= appMinRatio && a.P99Micros <= b.P99Micros
