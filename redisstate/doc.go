@@ -66,10 +66,11 @@
 //
 // # Atomicity and time
 //
-// Every verb on one key (Get, Set, IncrBy, CAS, Expire, TTL, Lease, Renew,
+// Every verb on one key (Set, IncrBy, CAS, Expire, TTL, Lease, Renew,
 // Release) is one Lua script (scripts/*.lua), loaded once per server and
 // run by its SHA: it runs whole or not at all, with no gap between an
-// increment and its expiry. Integers never pass through Lua's doubles:
+// increment and its expiry. Get, which writes nothing, is TIME, GET and
+// PEXPIRETIME in one MULTI/EXEC: as atomic, and cheaper than a script. Integers never pass through Lua's doubles:
 // the scripts add int64s as decimal halves and report ErrOverflow exactly
 // at the int64 bounds. Del of several keys and Flush are one script on one
 // server; in a cluster, one script per hash slot, so keys in different
