@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
 	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "porcupine's time limit per partition")
-	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory)")
+	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory); with -redis or -redis-url the default is "+stress.DefaultRedisEpochEvery.String())
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
 	verbose := fs.Bool("v", false, "print each kill")
@@ -109,6 +109,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *stepClock && !set["goroutines"] {
 		*goroutines = 1
+	}
+	if (*redis || *redisURL != "") && !set["epoch"] {
+		*epoch = stress.DefaultRedisEpochEvery
 	}
 	if !until.IsZero() && !set["duration"] {
 		*duration = stress.DefaultCap
