@@ -15,14 +15,16 @@ import (
 )
 
 // TestGetWhileServerLoads: a server restarted from its AOF answers LOADING
-// until it has read it (here slowed to 200 µs a key; it answers clients
-// between every 1,024 keys it reads, and they wait in between). Get, a MULTI/EXEC,
+// until it has read it (here slowed to 100 µs a key; it answers clients
+// between every 1,024 keys it reads, and they wait in between). The load
+// lasts seconds: go-redis, after failed dials while the server was down,
+// fails fast for up to a second before it dials again. Get, a MULTI/EXEC,
 // sees its transaction discarded (EXECABORT) then; it must say why, as
 // every scripted verb does: ErrUnavailable naming LOADING, nothing applied.
 // Once loaded, every key is back.
 func TestGetWhileServerLoads(t *testing.T) {
-	const keys = 5000
-	srv := redistest.Start(t, redistest.WithArgs("--key-load-delay", "200"))
+	const keys = 15000
+	srv := redistest.Start(t, redistest.WithArgs("--key-load-delay", "100"))
 	db := openURL(t, srv.URL("t:"))
 	ctx := ctxT(t)
 	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
@@ -44,7 +46,7 @@ func TestGetWhileServerLoads(t *testing.T) {
 			done = true
 		default:
 		}
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := db.Get(cctx, "k1")
 		cancel()
 		switch {
@@ -58,7 +60,7 @@ func TestGetWhileServerLoads(t *testing.T) {
 		default:
 			require.ErrorIs(t, err, state.ErrUnavailable, "while the server restarts")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	require.Positive(t, loading, "Get ran while the server loaded its %d keys", keys)
 	for i := range keys {
