@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -475,9 +476,27 @@ func (w *world) checkLimits(epoch func(int64) int) {
 	// Bucket: over any span of decision times.
 	interval := int64(recipeWindow) / bucketRate
 	tau := interval * bucketBurst
-	for u, spans := range bucketAllowed {
-		for _, ds := range spans {
-			slices.SortFunc(ds, func(a, b decision) int { return int(a.nowNanos - b.nowNanos) })
+	// In a fixed order (units, then spans, sorted), so a failing seed
+	// reports the same violation every time.
+	bucketUnits := make([]unitKey, 0, len(bucketAllowed))
+	for u := range bucketAllowed {
+		bucketUnits = append(bucketUnits, u)
+	}
+	slices.SortFunc(bucketUnits, func(a, b unitKey) int {
+		return cmp.Or(cmp.Compare(a.lim, b.lim), cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx))
+	})
+	for _, u := range bucketUnits {
+		spans := bucketAllowed[u]
+		ids := make([]spanID, 0, len(spans))
+		for id := range spans {
+			ids = append(ids, id)
+		}
+		slices.SortFunc(ids, func(a, b spanID) int {
+			return cmp.Or(cmp.Compare(a.epoch, b.epoch), cmp.Compare(a.resets, b.resets))
+		})
+		for _, id := range ids {
+			ds := spans[id]
+			slices.SortStableFunc(ds, func(a, b decision) int { return cmp.Compare(a.nowNanos, b.nowNanos) })
 			for i := range ds {
 				tokens := int64(0)
 				for k := i; k < len(ds); k++ {
