@@ -22,7 +22,9 @@ import (
 // increment acknowledged is in the final count, and nothing else is but
 // increments whose outcome the store said was unknown: an error that says
 // "not applied" (ErrUnavailable) must mean it. Every token granted is
-// higher than every token granted before it, across the restart. The test
+// higher than every token granted before it whose release was
+// acknowledged, across the restart (a lost release leaves the owner's lease
+// live, and asking again keeps its token). The test
 // runs to a count of work (increments before, during and after the outage)
 // under a generous cap, whatever the machine's speed.
 func TestClusterMasterKilled(t *testing.T) {
@@ -65,7 +67,13 @@ func TestClusterMasterKilled(t *testing.T) {
 			failedDown.Add(1)
 		}
 	}
-	var tokens []int64
+	// grants are the leases granted, in order (one goroutine grants), each
+	// with whether its release was acknowledged.
+	type granted struct {
+		token    int64
+		released bool
+	}
+	var grants []granted
 	var tokMu sync.Mutex
 	grant := func() {
 		vctx, vcancel := context.WithTimeout(ctx, 2*time.Second)
@@ -74,10 +82,10 @@ func TestClusterMasterKilled(t *testing.T) {
 		if err != nil {
 			return
 		}
+		err = db.Release(vctx, l)
 		tokMu.Lock()
-		tokens = append(tokens, l.Token)
+		grants = append(grants, granted{l.Token, err == nil})
 		tokMu.Unlock()
-		_ = db.Release(vctx, l)
 	}
 
 	stop := make(chan struct{})
@@ -150,10 +158,24 @@ func TestClusterMasterKilled(t *testing.T) {
 		assert.GreaterOrEqual(t, n, acked, "%s: every acknowledged increment counted", k)
 		assert.LessOrEqual(t, n, acked+unknown, "%s: at most the unknown ones besides (%d refused as not applied)", k, counts[i].refused.Load())
 	}
-	require.NotEmpty(t, tokens)
-	for i := 1; i < len(tokens); i++ {
-		assert.Greater(t, tokens[i], tokens[i-1], "grant %d after %d", i, i-1)
+	// A grant after an acknowledged release has a higher token. After a
+	// release that failed (the master died under it, or it was never
+	// sent) the lease may still be live and held by the same owner, and
+	// asking again extends it with the same token, as the file engine
+	// does; never a lower one.
+	require.NotEmpty(t, grants)
+	kept := 0
+	for i := 1; i < len(grants); i++ {
+		prev, cur := grants[i-1], grants[i]
+		if prev.released {
+			assert.Greater(t, cur.token, prev.token, "grant %d after %d, released", i, i-1)
+		} else {
+			assert.GreaterOrEqual(t, cur.token, prev.token, "grant %d after %d, not released", i, i-1)
+			if cur.token == prev.token {
+				kept++
+			}
+		}
 	}
-	t.Logf("%d increments acknowledged before the kill, %d after the restart, %d failed while down; %d grants, tokens %d..%d",
-		beforeOK.Load(), afterOK.Load(), failedDown.Load(), len(tokens), tokens[0], tokens[len(tokens)-1])
+	t.Logf("%d increments acknowledged before the kill, %d after the restart, %d failed while down; %d grants, tokens %d..%d, %d kept by the same owner after a lost release",
+		beforeOK.Load(), afterOK.Load(), failedDown.Load(), len(grants), grants[0].token, grants[len(grants)-1].token, kept)
 }
