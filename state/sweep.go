@@ -21,7 +21,10 @@ import (
 // it, the sweep deletes in steps sized to take about sweepBatchTime each,
 // and between two steps it asks the group-commit queue whether anyone
 // waits: if so it commits at once, so a verb called during a sweep waits
-// for at most the step that was running and the COMMIT. While nobody waits
+// for at most the step that was running and the COMMIT. A batch that finds
+// a verb queued already when its turn comes (beside a busy writer, every
+// turn) would commit after its first step: it runs that step alone, one
+// DELETE in autocommit, sized with its COMMIT. While nobody waits
 // the transaction goes on, up to sweepTxnTime or sweepTxnRows, so a sweep
 // of a long backlog on an idle handle pays one COMMIT per thousands of
 // rows instead of one per few. The background sweeper comes back sooner
@@ -116,8 +119,9 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 }
 
 // sweepTxn deletes keys expired at cutoff in one transaction of steps, and
-// reports how many and whether more may be left. It commits after the step
-// during which a verb queued for the lock, once its steps took
+// reports how many and whether more may be left. With a verb queued when it
+// begins it runs one step in autocommit (sweepOneStep); otherwise it
+// commits after the step during which a verb queued for the lock, once its steps took
 // sweepTxnTime, or after sweepTxnRows rows. It reads the clock itself at
 // its start and after its COMMIT, and nowhere else (a benchmark's probe
 // times its transactions by those two reads). Callers hold mu.
@@ -129,6 +133,19 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 	}
 	var keys []string
 	pages := db.pagesWritten()
+	if db.q.waiting() {
+		// A verb queued while this batch waited its turn: the
+		// transaction would end after its first step. That step runs
+		// alone, in autocommit, its COMMIT in the statement, sized with
+		// it (sweepTook): the waiting verb waits for one statement, not
+		// for BEGIN, a step and COMMIT as three.
+		var limit int
+		n, limit, err = db.sweepOneStep(ctx, cutoff, &keys)
+		more = err == nil && n == limit
+		db.sweepEnd(end, keys, err, n, pages)
+		db.cfg.clock.Monotonic() // the second of sweepTxn's two clock reads (statebench's probe)
+		return n, more, err
+	}
 	n, more, yielded, stepsEnd, err := db.sweepSteps(ctx, cutoff, began, &keys)
 	if err == nil {
 		_, err = db.st.commit.ExecContext(context.WithoutCancel(ctx))
@@ -138,6 +155,36 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 		n, more, keys = 0, false, nil
 	}
+	db.sweepEnd(end, keys, err, n, pages)
+	// A verb waited through this COMMIT: if it took longer than a step
+	// should, the steps write too many pages for the COMMIT that follows
+	// one; make them smaller.
+	if committed := db.cfg.clock.Monotonic(); yielded && committed-stepsEnd > sweepBatchTime && db.sweepRows > 1 {
+		db.sweepRows /= 2
+	}
+	return n, more, err
+}
+
+// sweepOneStep runs one step of up to sweepLimit rows in autocommit, a
+// sweep transaction of one statement, and sizes the next step by its time,
+// COMMIT included, and returns the rows it deleted and the most it could
+// have. On an error it deleted nothing: the statement rolled back. Callers
+// hold mu.
+func (db *DB) sweepOneStep(ctx context.Context, cutoff int64, keys *[]string) (n, limit int, err error) {
+	limit = db.sweepLimit()
+	n, took, err := db.sweepStep(ctx, cutoff, limit, keys)
+	if err != nil {
+		*keys = nil
+		return 0, limit, err
+	}
+	db.sweepTook(took)
+	return n, limit, nil
+}
+
+// sweepEnd tells the sweep observer, if any, what a sweep transaction
+// deleted, and counts the pages it wrote toward the next background
+// checkpoint (pages: pagesWritten before it began). Callers hold mu.
+func (db *DB) sweepEnd(end func([]string, error), keys []string, err error, n, pages int) {
 	if end != nil {
 		end(keys, err)
 	}
@@ -148,13 +195,6 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		}
 		db.bg.ckpt.wrote(w)
 	}
-	// A verb waited through this COMMIT: if it took longer than a step
-	// should, the steps write too many pages for the COMMIT that follows
-	// one; make them smaller.
-	if committed := db.cfg.clock.Monotonic(); yielded && committed-stepsEnd > sweepBatchTime && db.sweepRows > 1 {
-		db.sweepRows /= 2
-	}
-	return n, more, err
 }
 
 // sweepSteps begins sweepTxn's transaction and runs its steps, and reports

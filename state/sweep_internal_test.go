@@ -76,10 +76,10 @@ INSERT INTO kv(key, value, expires_at) SELECT printf('k%06d', i), i, ?2 FROM c`,
 	return db
 }
 
-// TestSweepYieldsToAQueuedVerb: a verb that queues while a sweep
-// transaction runs waits for one step and the COMMIT, not for the rest of
-// the transaction: the transaction ends after the step during which the
-// verb queued, however many rows are left, and the verb runs next.
+// TestSweepYieldsToAQueuedVerb: a verb queued when a sweep transaction
+// begins waits for one step and its COMMIT, not for the rest of the sweep:
+// the transaction is that one step (run in autocommit), however many rows
+// are left, and the verb runs next.
 func TestSweepYieldsToAQueuedVerb(t *testing.T) {
 	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	o := &txnSizes{}
@@ -102,6 +102,71 @@ func TestSweepYieldsToAQueuedVerb(t *testing.T) {
 	sizes := o.get()
 	require.NotEmpty(t, sizes)
 	assert.Equal(t, firstStep, sizes[0], "the first transaction committed after its first step, with a verb queued")
+	assert.Greater(t, len(sizes), 1)
+}
+
+// triggerClock is a clock that calls a function once, at its reading after
+// next readings from when it is armed.
+type triggerClock struct {
+	*faults.Clock
+	mu   sync.Mutex
+	left int
+	fn   func()
+}
+
+func (c *triggerClock) arm(next int, fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.left, c.fn = next, fn
+}
+
+func (c *triggerClock) Monotonic() time.Duration {
+	c.mu.Lock()
+	var fn func()
+	if c.fn != nil {
+		if c.left--; c.left == 0 {
+			fn, c.fn = c.fn, nil
+		}
+	}
+	c.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return c.Clock.Monotonic()
+}
+
+// TestSweepYieldsToAVerbQueuedMidStep: a verb that queues while a sweep
+// transaction's step runs waits for that step and the COMMIT: the
+// transaction ends after the step during which the verb queued, however
+// many rows are left, and the verb runs next.
+func TestSweepYieldsToAVerbQueuedMidStep(t *testing.T) {
+	base := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := &triggerClock{Clock: base}
+	o := &txnSizes{}
+	db := sweepFixture(t, clock, func() { base.Advance(time.Millisecond) }, 5000, o)
+	var firstStep int
+	incr := make(chan error, 1)
+	o.first = func() {
+		// mu is held, nobody is queued: the first transaction will BEGIN
+		// and run steps. Its first step reads the clock before and after
+		// its statement: at the second reading the Incr queues.
+		require.False(t, db.q.waiting())
+		firstStep = db.sweepLimit()
+		clock.arm(2, func() {
+			go func() { _, err := db.Incr(context.Background(), "counter"); incr <- err }()
+			for i := 0; !db.q.waiting(); i++ {
+				require.Less(t, i, 1_000_000, "the Incr never queued")
+				runtime.Gosched()
+			}
+		})
+	}
+	n, err := db.Sweep(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, <-incr)
+	assert.Equal(t, 5000, n)
+	sizes := o.get()
+	require.NotEmpty(t, sizes)
+	assert.Equal(t, firstStep, sizes[0], "the first transaction committed after the step during which the verb queued")
 	assert.Greater(t, len(sizes), 1)
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -17,6 +19,11 @@ const scaleFarDeadline = "4102444800000"
 
 // scaleBatch is the plain DELETE's batch: what a developer would pick.
 const scaleBatch = 1000
+
+// scaleCache is a directory where the scale scenario keeps the file it
+// fills (scale-<keys>.state), and reuses it on the next run: filling ten
+// million keys takes minutes. Registered here, beside its only reader.
+var scaleCache = flag.String("scale-cache", "", "directory where the scale scenario keeps its filled file and reuses it (empty: fill it every run)")
 
 // runScale measures statekit on a big file (-scale-keys, 10 million by
 // default, behind -scale because it takes minutes). Every tenth key has a
@@ -36,29 +43,20 @@ const scaleBatch = 1000
 func runScale(e *env) ([]Result, error) {
 	keys := e.scaleKeys
 	expired := keys / 10
-	pristine := e.path("scale.state")
-	db, err := state.Open(pristine)
+	pristine, cached, err := scaleFile(e, keys)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Close(); err != nil {
-		return nil, err
-	}
-	e.logf("scale: writing %d keys, %d of them expired", keys, expired)
-	t := time.Now()
-	if err := fill(pristine, keys, "key:", "CASE WHEN i % 10 = 0 THEN i ELSE "+scaleFarDeadline+" END"); err != nil {
-		return nil, err
-	}
-	st, _ := os.Stat(pristine)
-	e.logf("scale: written in %v, %.0f MiB", time.Since(t).Round(time.Second), float64(st.Size())/(1<<20))
 	alone, beside, plain := e.path("scale-alone.state"), e.path("scale-beside.state"), e.path("scale.naive.db")
 	for _, p := range []string{alone, beside, plain} {
 		if err := copyFile(pristine, p); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.Remove(pristine); err != nil {
-		return nil, err
+	if !cached {
+		if err := os.Remove(pristine); err != nil {
+			return nil, err
+		}
 	}
 
 	// The plain DELETE first, then statekit's Sweep, on copies of one file.
@@ -74,7 +72,7 @@ func runScale(e *env) ([]Result, error) {
 	}
 	defer del.Close()
 	var plainRows int64
-	t = time.Now()
+	t := time.Now()
 	for {
 		res, err := del.ExecContext(e.ctx, sweepNow, scaleBatch)
 		if err != nil {
@@ -94,7 +92,7 @@ func runScale(e *env) ([]Result, error) {
 	e.logf("scale: plain DELETE: %d rows in %v, %.0f rows/s", plainRows, plainTime.Round(time.Millisecond), plainRate)
 
 	e.logf("scale: statekit Sweep of %d rows, nobody else writing", expired)
-	db, err = state.Open(alone, state.WithSweepInterval(0))
+	db, err := state.Open(alone, state.WithSweepInterval(0))
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +160,49 @@ func runScale(e *env) ([]Result, error) {
 	}
 	setRes := scaleVerbResult("scale-set-ttl", sk.measure(fmt.Sprintf("Set+TTL, %dM keys", keys/1_000_000)), nv.measure("naive upsert"))
 	return []Result{sweepRes, besideRes, setRes, incrRes}, nil
+}
+
+// scaleFile returns the path of a filled scale file of keys keys, and
+// whether it is -scale-cache's, to be kept: the cached one if it is there,
+// else a file filled now (in -scale-cache when set).
+func scaleFile(e *env, keys int) (string, bool, error) {
+	pristine := e.path("scale.state")
+	if *scaleCache != "" {
+		pristine = fmt.Sprintf("%s/scale-%d.state", *scaleCache, keys)
+		if _, err := os.Stat(pristine); err == nil {
+			e.logf("scale: reusing %s", pristine)
+			return pristine, true, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", false, err
+		}
+	}
+	// Filled under a temporary name, renamed when complete: a run cut
+	// short leaves no half-filled file to reuse.
+	filling := pristine + ".filling"
+	_ = os.Remove(filling)
+	db, err := state.Open(filling)
+	if err != nil {
+		return "", false, err
+	}
+	if err := db.Close(); err != nil {
+		return "", false, err
+	}
+	e.logf("scale: writing %d keys, %d of them expired", keys, keys/10)
+	t := time.Now()
+	if err := fill(filling, keys, "key:", "CASE WHEN i % 10 = 0 THEN i ELSE "+scaleFarDeadline+" END"); err != nil {
+		return "", false, err
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(filling + suffix); err == nil {
+			return "", false, fmt.Errorf("scale: %s%s left beside the filled file", filling, suffix)
+		}
+	}
+	if err := os.Rename(filling, pristine); err != nil {
+		return "", false, err
+	}
+	st, _ := os.Stat(pristine)
+	e.logf("scale: written in %v, %.0f MiB", time.Since(t).Round(time.Second), float64(st.Size())/(1<<20))
+	return pristine, *scaleCache != "", nil
 }
 
 // scaleVerbResult is the ops/s ratio of a verb at scale, with its p50
