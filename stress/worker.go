@@ -111,7 +111,11 @@ type worker struct {
 	clock   *stepClock // nil on the real clock
 	res     *resource
 	journal *journal
-	calls   atomic.Int64 // calls made, for the driver's progress
+	// calls counts the calls journalled into the history, for the
+	// driver's progress: the driver stops on it, and the check counts the
+	// history, so a call that may be left out of it (cut before it ran,
+	// refused by the server, a flush) is not counted.
+	calls atomic.Int64
 }
 
 // runWorker runs calls until stdin closes, then closes everything cleanly.
@@ -397,7 +401,6 @@ func (c *caller) buffer() error {
 	if c.w.clock != nil {
 		c.w.clock.tick()
 	}
-	c.w.calls.Add(1)
 	var fe *state.FlushError
 	call := monotonicNanos()
 	err := c.w.db.Flush(c.w.ctx)
@@ -440,7 +443,6 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 		return c.callRemote(in)
 	}
 	c.seq++
-	c.w.calls.Add(1)
 	if c.w.clock != nil {
 		c.w.clock.tick()
 	}
@@ -457,7 +459,9 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 		}
 		cl.claimed = true
 		op.Input.NowMillis = now
-		cl.err = c.w.journal.op(op)
+		if cl.err = c.w.journal.op(op); cl.err == nil {
+			c.w.calls.Add(1)
+		}
 	})
 	res := drive.Run(ctx, c.w.db, in)
 	ret := monotonicNanos()
@@ -490,7 +494,6 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 // both against the times the server was down.
 func (c *caller) callRemote(in model.Input) (out model.Output, ok bool, err error) {
 	c.seq++
-	c.w.calls.Add(1)
 	op := linearizability.Op{Client: c.client, Seq: c.seq, Input: in, Unknown: true, Call: monotonicNanos()}
 	if grants(in) {
 		op.Durability = linearizability.Full // the tail counts grants by it
@@ -513,6 +516,9 @@ func (c *caller) callRemote(in model.Input) (out model.Output, ok bool, err erro
 	mu.Lock()
 	claimed := now
 	mu.Unlock()
+	if res.Err == nil || !checks.NotApplied(res.Err) {
+		c.w.calls.Add(1) // in the history: answered, or of unknown outcome
+	}
 	switch {
 	case res.Err != nil && (checks.NotApplied(res.Err) || checks.OutcomeUnknown(res.Err)):
 		return out, false, c.w.outage(op.Client, op.Seq, op.Call, ret, in.String(), res.Err)
