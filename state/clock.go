@@ -1,6 +1,9 @@
 package state
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Clock is where the engine reads time. The engine never calls time.Now:
 // production uses the operating system's clocks, the simulator injects its
@@ -42,20 +45,28 @@ const hwmLeadAheadMillis = 50
 // engineTime turns the injected clock into the engine's time: the larger of
 // the wall clock at open and the file's high-water mark, advanced by the
 // monotonic clock since open. A wall step while running changes nothing.
+//
+// Its fields are set once, at open, before any other goroutine sees the
+// handle, except lastMillis, which nowMillis moves under the handle's lock
+// and peekMillis reads without it: DB.Now reads the time without waiting
+// for a running commit (db.go).
 type engineTime struct {
 	clock      Clock
 	baseMillis int64         // max(wall at open, high-water mark)
 	ahead      bool          // the mark was ahead of the wall clock at open
 	monoAtOpen time.Duration // clock.Monotonic() at open
-	lastMillis int64         // the latest time a verb used, never goes back
+	lastMillis atomic.Int64  // the latest time a verb used, never goes back
 }
 
-func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) engineTime {
+// newEngineTime starts the engine's time of a handle opening now.
+func newEngineTime(c Clock, hwmMillis int64, ignoreHWM bool) *engineTime {
 	base, ahead := c.Wall().UnixMilli(), false
 	if hwmMillis > base && !ignoreHWM {
 		base, ahead = hwmMillis, true
 	}
-	return engineTime{clock: c, baseMillis: base, ahead: ahead, monoAtOpen: c.Monotonic(), lastMillis: base}
+	e := &engineTime{clock: c, baseMillis: base, ahead: ahead, monoAtOpen: c.Monotonic()}
+	e.lastMillis.Store(base)
+	return e
 }
 
 // leadMillis is how far ahead of the time used the handle writes its mark.
@@ -67,15 +78,23 @@ func (e *engineTime) leadMillis() int64 {
 }
 
 // peekMillis returns the engine's time in unix milliseconds without
-// recording it as used. It never goes back, even if an injected monotonic
-// clock does.
+// recording it as used. It is never behind a time a verb used, even if an
+// injected monotonic clock goes back. It is safe without the handle's
+// lock: it reads the clock, then the latest time used, so a verb that
+// claims a time after it returns claims one at or after it (the clock
+// reads later, the latest time used only grows).
 func (e *engineTime) peekMillis() int64 {
 	elapsed := e.clock.Monotonic() - e.monoAtOpen
-	return max(e.baseMillis+int64(elapsed/time.Millisecond), e.lastMillis)
+	return max(e.baseMillis+int64(elapsed/time.Millisecond), e.lastMillis.Load())
 }
 
-// nowMillis returns the engine's time and records it as used.
+// nowMillis returns the engine's time and records it as used. Callers hold
+// the handle's lock: it is the only writer of lastMillis.
 func (e *engineTime) nowMillis() int64 {
-	e.lastMillis = e.peekMillis()
-	return e.lastMillis
+	now := e.peekMillis()
+	e.lastMillis.Store(now)
+	return now
 }
+
+// usedMillis returns the latest time a verb used.
+func (e *engineTime) usedMillis() int64 { return e.lastMillis.Load() }

@@ -83,7 +83,7 @@ func (db *DB) foldHWM(ctx context.Context) error {
 	if _, err := db.conn.ExecContext(ctx, beginSQL); err != nil {
 		return db.explain(db.conn, classify(ctx, err))
 	}
-	_, err := db.conn.ExecContext(ctx, foldSQL, db.time.lastMillis)
+	_, err := db.conn.ExecContext(ctx, foldSQL, db.time.usedMillis())
 	if err == nil {
 		_, err = db.conn.ExecContext(ctx, dropMarksSQL, db.hwmKey)
 	}
