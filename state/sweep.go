@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -133,7 +134,7 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 	}
 	var keys []string
 	pages := db.pagesWritten()
-	if db.q.waiting() {
+	if db.verbWaiting() {
 		// A verb queued while this batch waited its turn: the
 		// transaction would end after its first step. That step runs
 		// alone, in autocommit, its COMMIT in the statement, sized with
@@ -163,6 +164,21 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		db.sweepRows /= 2
 	}
 	return n, more, err
+}
+
+// verbWaiting reports whether a verb or batch is queued for the lock, after
+// letting the goroutines that are ready to run on this thread run first:
+// a verb's caller woken by the last unlock, or about to call its next
+// verb, cannot queue while the sweep keeps its thread busy, and on a
+// machine of two cores the background checkpointer may hold the other.
+// Without that yield the sweep saw nobody waiting and went on for its
+// whole 2 ms transaction and a COMMIT of hundreds of pages. A simulator's
+// scheduler decides its own points (sweepSteps). Callers hold mu.
+func (db *DB) verbWaiting() bool {
+	if db.cfg.sched == nil {
+		runtime.Gosched()
+	}
+	return db.q.waiting()
 }
 
 // sweepOneStep runs one step of up to sweepLimit rows in autocommit, a
@@ -217,7 +233,7 @@ func (db *DB) sweepSteps(ctx context.Context, cutoff int64, began time.Duration,
 		if k < limit {
 			return n, false, false, at, nil
 		}
-		if db.q.waiting() {
+		if db.verbWaiting() {
 			return n, true, true, at, nil
 		}
 		if n >= sweepTxnRows || at-began >= sweepTxnTime {
