@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -244,58 +243,11 @@ func scaleBeside(e *env, path string, keys int) (Result, error) {
 		return Result{}, err
 	}
 	e.logf("scale: Incr idle and beside a Sweep, alternating in slices of %v", sliceTime)
-	type swept struct {
-		n   int
-		err error
+	ab, err := alternateBeside(e.ctx, db, incr)
+	if err != nil {
+		return Result{}, err
 	}
-	var idle, busy sample
-	var sweepTime time.Duration
-	rows, slices := 0, 0
-	for {
-		s, err := loop(budget{d: sliceTime}, incr)
-		if err != nil {
-			return Result{}, err
-		}
-		idle.merge(s)
-		ctx, cancel := context.WithCancel(e.ctx)
-		done := make(chan swept, 1)
-		start := time.Now()
-		go func() {
-			n, err := db.Sweep(ctx)
-			done <- swept{n: n, err: err}
-		}()
-		var res swept
-		finished := false
-		for end := start.Add(sliceTime); !finished && time.Now().Before(end); {
-			t := time.Now()
-			if err := incr(); err != nil {
-				cancel()
-				return Result{}, err
-			}
-			busy.lat = append(busy.lat, time.Since(t))
-			busy.ops++
-			select {
-			case res = <-done:
-				finished = true
-			default:
-			}
-		}
-		cancel()
-		if !finished {
-			res = <-done
-		}
-		elapsed := time.Since(start)
-		busy.elapsed += elapsed
-		sweepTime += elapsed
-		rows += res.n
-		slices++
-		if res.err != nil && !errors.Is(res.err, context.Canceled) {
-			return Result{}, fmt.Errorf("sweep beside incr: %w", res.err)
-		}
-		if res.err == nil {
-			break // the sweep ended on its own: nothing left
-		}
-	}
+	idle, busy, rows, sweepTime, slices := ab.idle, ab.busy, ab.rows, ab.sweepTime, ab.slices
 	during, before := busy.measure("Incr beside Sweep"), idle.measure("Incr idle")
 	out := Result{Scenario: "scale-beside", Subject: during, Baseline: before, Unit: "x p99", Target: "p99 <= 3x"}
 	if before.P99Micros > 0 {
