@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/statekit/statekit/state/vfs"
 	sqlite "modernc.org/sqlite"
 )
 
@@ -59,6 +60,7 @@ type checkpointer struct {
 	total    atomic.Int64  // every write counted, read without DB.mu
 	sqldb    *sql.DB       // the checkpoint connection's pool, from Open
 	conn     *sql.Conn     // the checkpoint connection, pinned: its WAL descriptor predates repairWAL
+	file     dbSyncer      // the database file, to sync after each pass without the lock (syncDB)
 	reopened bool          // the planted bug CheckpointAfterFailedSync reopened conn
 }
 
@@ -89,9 +91,11 @@ func (c *checkpointer) request() {
 	}
 }
 
-// checkpoint runs one background checkpoint: passes without the lock until
-// one sees at most checkpointTailWrites commits made while it ran, or a
-// WAL of checkpointForceFrames, then a last pass under the lock. If the
+// checkpoint runs one background checkpoint: passes without the lock, each
+// followed by a sync of the database file (syncDB), until one sees at most
+// checkpointTailWrites commits made while it ran, or a WAL of
+// checkpointForceFrames, then a last pass under the lock, which copies and
+// syncs only what was committed since. If the
 // passes never get there (verbs commit faster than a pass syncs), it leaves
 // the rest to the next checkpoint. A busy file is left for the next checkpoint; an I/O error
 // or corruption ends the handle, as it would on the main connection: a
@@ -108,7 +112,10 @@ func (c *checkpointer) checkpoint(db *DB) {
 			return // never copy a damaged WAL into the file
 		}
 		before := c.total.Load()
-		frames, _, err := c.run()
+		frames, copied, err := c.run()
+		if err == nil && copied > 0 {
+			err = c.syncDB(db)
+		}
 		if err != nil {
 			if fatal(err) && c.bugReopen(db) {
 				continue
@@ -158,6 +165,16 @@ func (c *checkpointer) open(ctx context.Context, dsn string) error {
 	return nil
 }
 
+// openFile opens the database file syncDB syncs, at Open.
+func (c *checkpointer) openFile(fsys vfs.FS, path string) error {
+	f, err := openDBSyncer(fsys, path)
+	if err != nil {
+		return err
+	}
+	c.file = f
+	return nil
+}
+
 // run runs one passive checkpoint and returns the WAL's length in frames
 // and how many of them are in the file.
 func (c *checkpointer) run() (frames, copied int64, err error) {
@@ -172,7 +189,7 @@ func (c *checkpointer) close() error {
 	if c.sqldb == nil {
 		return nil
 	}
-	err := errors.Join(c.conn.Close(), c.sqldb.Close())
+	err := errors.Join(c.conn.Close(), c.sqldb.Close(), c.closeFile())
 	c.sqldb, c.conn = nil, nil
 	return err
 }

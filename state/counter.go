@@ -2,15 +2,39 @@ package state
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"math"
 
 	"github.com/statekit/statekit/internal/bugs"
 )
 
+// incrLiveSQL is the increment of a live or absent key in one statement,
+// the verbs' hot path: an absent key starts from delta with the TTL (?3,
+// NULL for none); a live integer adds delta; bytes or a result outside
+// [?5, ?6] raise an error and change nothing. ?4 is now. It leaves an
+// expired key alone (no row returned) for incrSQL. Its SET names value
+// only: a statement that sets expires_at, even to the value it had,
+// rewrites the key's entry in the expiry index, a second page written per
+// increment of a key with a deadline (measured: 2.01 WAL frames per
+// increment on random keys against 1.00), and a second page for every
+// checkpoint to copy.
+const incrLiveSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, ?3)
+ON CONFLICT(key) DO UPDATE SET
+	value = CASE
+		WHEN typeof(kv.value) <> 'integer' THEN statekit_raise('` + raiseNotInteger + `')
+		WHEN kv.value < ?5 OR kv.value > ?6 THEN statekit_raise('` + raiseOverflow + `')
+		ELSE kv.value + ?2
+	END
+WHERE kv.expires_at IS NULL OR kv.expires_at > ?4
+RETURNING value`
+
 // incrSQL is the whole increment in one statement: an absent or expired key
 // starts over from delta with the TTL (?3, NULL for none); a live integer
 // adds delta and keeps its deadline; bytes or a result outside [?5, ?6]
-// raise an error and change nothing. ?4 is now.
+// raise an error and change nothing. ?4 is now. The verbs run it when
+// incrLiveSQL found the key expired; it decides again from what it reads,
+// so another process's write in between changes nothing of its answer.
 const incrSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, ?3)
 ON CONFLICT(key) DO UPDATE SET
 	value = CASE
@@ -96,7 +120,11 @@ func (db *DB) incrBy(ctx context.Context, now int64, key string, delta, ttl int6
 	}
 	lo, hi := incrBounds(delta)
 	var n int64
-	err := db.st.incr.QueryRowContext(ctx, key, delta, deadline(now, ttl), now, lo, hi).Scan(&n)
+	dl := deadline(now, ttl)
+	err := db.st.incrLive.QueryRowContext(ctx, key, delta, dl, now, lo, hi).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) { // expired: it starts over
+		err = db.st.incr.QueryRowContext(ctx, key, delta, dl, now, lo, hi).Scan(&n)
+	}
 	if err != nil {
 		return 0, classify(ctx, err)
 	}

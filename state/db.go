@@ -311,6 +311,9 @@ func (db *DB) open(dsn string) error {
 			if err := db.bg.ckpt.open(ctx, db.dsn); err != nil {
 				return openError(ctx, db.path, err)
 			}
+			if err := db.bg.ckpt.openFile(db.cfg.fs, db.path); err != nil {
+				return cannotOpen(db.path, err)
+			}
 		}
 		if err := db.repairWAL(ctx, conn); err != nil {
 			return fmt.Errorf("open %s: %w", db.path, err)

@@ -28,7 +28,7 @@ func init() {
 // handle's one connection: the hot path of each verb is one statement, run
 // through the driver directly (see stmt).
 type stmts struct {
-	get, set, delOne, delMany, incr           *stmt
+	get, set, delOne, delMany, incr, incrLive *stmt
 	casSwap, casDelete, casCreate, casAbsent  *stmt
 	casSwapTTL, casCreateTTL                  *stmt
 	expire, ttl                               *stmt
@@ -59,7 +59,7 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs, withSweepKeys bool) 
 		sql string
 	}{
 		{&s.get, getSQL}, {&s.set, setSQL}, {&s.delOne, delOneSQL}, {&s.delMany, delManySQL},
-		{&s.incr, incrSQL},
+		{&s.incr, incrSQL}, {&s.incrLive, incrLiveSQL},
 		{&s.casSwap, casSwapSQL}, {&s.casDelete, casDeleteSQL}, {&s.casCreate, casCreateSQL},
 		{&s.casAbsent, casAbsentSQL}, {&s.casSwapTTL, casSwapTTLSQL}, {&s.casCreateTTL, casCreateTTLSQL},
 		{&s.expire, expireSQL}, {&s.ttl, ttlSQL},

@@ -25,8 +25,14 @@ import (
 // for at most the step that was running and the COMMIT. A batch that finds
 // a verb queued already when its turn comes (beside a busy writer, every
 // turn) would commit after its first step: it runs that step alone, one
-// DELETE in autocommit, sized with its COMMIT. While nobody waits
-// the transaction goes on, up to sweepTxnTime or sweepTxnRows, so a sweep
+// DELETE in autocommit, sized with its COMMIT. Before it queues each
+// transaction the sweep yields its thread (runtime.Gosched), without the
+// lock: a verb's caller that is ready to run on the sweep's thread, woken
+// by the last unlock, gets to queue first. It never yields holding the
+// lock: a goroutine given its thread then (the background checkpointer,
+// copying pages) could keep it for the Go scheduler's time slice, 10 ms
+// and more, with every verb waiting. While nobody waits the transaction
+// goes on, up to sweepTxnTime or sweepTxnRows, so a sweep
 // of a long backlog on an idle handle pays one COMMIT per thousands of
 // rows instead of one per few. The background sweeper comes back sooner
 // after a pass that found a backlog (sweepPause): effort grows with the
@@ -101,6 +107,9 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 	for {
 		var n int
 		var more bool
+		if db.cfg.sched == nil {
+			runtime.Gosched() // a simulator's scheduler decides its own points
+		}
 		err := db.do(ctx, sweeping, func(now int64) (err error) {
 			if start < 0 {
 				start = now
@@ -134,7 +143,7 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 	}
 	var keys []string
 	pages := db.pagesWritten()
-	if db.verbWaiting() {
+	if db.q.waiting() {
 		// A verb queued while this batch waited its turn: the
 		// transaction would end after its first step. That step runs
 		// alone, in autocommit, its COMMIT in the statement, sized with
@@ -164,21 +173,6 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		db.sweepRows /= 2
 	}
 	return n, more, err
-}
-
-// verbWaiting reports whether a verb or batch is queued for the lock, after
-// letting the goroutines that are ready to run on this thread run first:
-// a verb's caller woken by the last unlock, or about to call its next
-// verb, cannot queue while the sweep keeps its thread busy, and on a
-// machine of two cores the background checkpointer may hold the other.
-// Without that yield the sweep saw nobody waiting and went on for its
-// whole 2 ms transaction and a COMMIT of hundreds of pages. A simulator's
-// scheduler decides its own points (sweepSteps). Callers hold mu.
-func (db *DB) verbWaiting() bool {
-	if db.cfg.sched == nil {
-		runtime.Gosched()
-	}
-	return db.q.waiting()
 }
 
 // sweepOneStep runs one step of up to sweepLimit rows in autocommit, a
@@ -233,7 +227,7 @@ func (db *DB) sweepSteps(ctx context.Context, cutoff int64, began time.Duration,
 		if k < limit {
 			return n, false, false, at, nil
 		}
-		if db.verbWaiting() {
+		if db.q.waiting() {
 			return n, true, true, at, nil
 		}
 		if n >= sweepTxnRows || at-began >= sweepTxnTime {
