@@ -53,8 +53,9 @@ type DB struct {
 	writeVersion byte                  // the file format write version in the header, as Open found it
 	failed       error                 // the I/O error or corruption that ended this handle
 	closed       bool
-	writes       int // writes since the last inline sweep batch
-	sweepRows    int // rows the next sweep batch may delete (sweep.go)
+	writes       int  // writes since the last inline sweep batch
+	sweepRows    int  // rows the next sweep batch may delete (sweep.go)
+	sweepBehind  bool // the last inline sweep deleted all it could: the next comes sooner (afterWrite)
 
 	buf buffer
 	bg  background

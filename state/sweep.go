@@ -66,6 +66,21 @@ const (
 	inlineSweepEvery = 256
 	// inlineSweepRows bounds an inline sweep batch.
 	inlineSweepRows = 32
+	// inlineAssistDivisor divides inlineSweepEvery while the inline
+	// sweeps find a backlog (one deleted all the rows it could): a write
+	// then sweeps up to inlineAssistRows rows every inlineSweepEvery /
+	// inlineAssistDivisor writes (8 by default, two rows a write at most),
+	// until a sweep finds fewer. A writer that sets expiring keys faster
+	// than the background sweeper gets turns (measured: one writer's
+	// 11,000 Sets a second with a 1 s TTL beside about 600 sweep
+	// transactions a second, 4,000-12,000 rows, the backlog growing by
+	// 4-6 s of sets every 10 s) so deletes them itself, in the same turns
+	// as its writes, whoever the Go scheduler runs. Only beside the
+	// background sweeper: a handle opened WithSweepInterval(0) sweeps
+	// when its owner calls Sweep, and inline at the plain cadence.
+	inlineAssistDivisor = 32
+	// inlineAssistRows bounds an inline sweep batch while assisting.
+	inlineAssistRows = 16
 	// sweepBusyRows is how many rows a background pass must delete for the
 	// next one to come after sweepBusyPause instead of the sweep interval.
 	sweepBusyRows = 256
@@ -328,8 +343,9 @@ func (db *DB) sweepAlone(ctx context.Context, cutoff int64, limit int) (int, err
 }
 
 // afterWrite checkpoints when due, and sweeps a small batch every
-// inlineSweepEvery writes, so a busy
-// handle reclaims expired keys even without the background sweeper. Its
+// inlineSweepEvery writes, more often while those batches find a backlog
+// and the background sweeper runs (inlineAssistDivisor), so a busy handle reclaims expired keys even
+// without the background sweeper, and as fast as it writes them. Its
 // errors are not the verb's: a fatal one ends the handle for the next call.
 // WithoutBackground turns it off too: a simulator sweeps only when it says.
 // Callers hold mu.
@@ -339,10 +355,15 @@ func (db *DB) afterWrite(ctx context.Context, now int64) {
 		return
 	}
 	db.writes++
-	if db.writes < db.cfg.inlineSweepEvery {
+	every, limit := db.cfg.inlineSweepEvery, min(db.sweepLimit(), inlineSweepRows)
+	if db.sweepBehind {
+		every, limit = max(1, every/inlineAssistDivisor), inlineAssistRows
+	}
+	if db.writes < every {
 		return
 	}
 	db.writes = 0
-	_, err := db.sweepAlone(ctx, now, min(db.sweepLimit(), inlineSweepRows))
+	n, err := db.sweepAlone(ctx, now, limit)
+	db.sweepBehind = err == nil && n == limit && db.cfg.sweepInterval > 0
 	db.note(err)
 }

@@ -83,6 +83,52 @@ func TestWritesSweepALittle(t *testing.T) {
 	})
 }
 
+// Once an inline sweep finds a backlog (it deleted all it could), writes
+// beside the background sweeper sweep eight times as often, up to 16 rows each time, until one finds
+// fewer: of 5,000 expired keys, 512 writes delete the 32 of the first
+// inline sweep, within 256 writes, then 16 every 8th write, at least 544,
+// where the plain cadence (32 every 256 writes) would delete 64 at most.
+func TestWritesSweepFasterWhileBehind(t *testing.T) {
+	// The background sweeper runs, but not in this test: its first pass
+	// waits an hour of a clock that moves 1 ms.
+	f := newFixture(t, backends[0])
+	require.NoError(t, f.db.Close())
+	f.db = f.open(state.WithSweepInterval(time.Hour), state.WithFlushInterval(0))
+	ttl := state.TTL(time.Millisecond)
+	for i := range 5000 {
+		require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, ttl))
+	}
+	f.clock.Advance(time.Millisecond)
+	st, err := f.db.Stats(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(5000), st.ExpiredKeys)
+	for range 512 {
+		_, err := f.db.Incr(f.ctx, "counter")
+		require.NoError(t, err)
+	}
+	st, err = f.db.Stats(f.ctx)
+	require.NoError(t, err)
+	swept := 5000 - st.ExpiredKeys
+	assert.GreaterOrEqual(t, swept, int64(544), "expired keys the 512 writes swept")
+	assert.LessOrEqual(t, swept, int64(32+64*16), "expired keys the 512 writes swept")
+
+	// Without the background sweeper, the plain cadence.
+	g := newFixture(t, backends[0])
+	require.NoError(t, g.db.Close())
+	g.db = g.open(state.WithSweepInterval(0), state.WithFlushInterval(0))
+	for i := range 5000 {
+		require.NoError(t, g.db.Set(g.ctx, fmt.Sprintf("e%d", i), i, ttl))
+	}
+	g.clock.Advance(time.Millisecond)
+	for range 512 {
+		_, err := g.db.Incr(g.ctx, "counter")
+		require.NoError(t, err)
+	}
+	st, err = g.db.Stats(g.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(64), 5000-st.ExpiredKeys, "expired keys 512 writes swept without the background sweeper")
+}
+
 func TestBackgroundWorkRuns(t *testing.T) {
 	clock := newClock()
 	path := filepath.Join(t.TempDir(), "bg.state")
