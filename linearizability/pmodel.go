@@ -1,10 +1,9 @@
 package linearizability
 
 import (
-	"encoding/binary"
-	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/statekit/statekit/model"
@@ -17,62 +16,84 @@ import (
 type pstate struct {
 	cur   cell
 	cands []cell
+	h     uint64 // hash of cur and cands, computed once (makeState)
+}
+
+// makeState returns the state of cur and cands. States never change once
+// made, so their hash is taken here: porcupine hashes a state each time
+// it looks it up, and the candidates can be many.
+func makeState(cur cell, cands []cell) pstate {
+	h := fnv64(fnvOffset)
+	h.cell(cur)
+	h.int(int64(len(cands)))
+	for _, c := range cands {
+		h.cell(c)
+	}
+	return pstate{cur: cur, cands: cands, h: uint64(h)}
 }
 
 // initial is the empty row, durable.
-func initial() pstate { return pstate{cands: []cell{{}}} }
+func initial() pstate { return makeState(cell{}, []cell{{}}) }
 
 // durable collapses the candidates to the current row.
-func (s pstate) durable() pstate { return pstate{cur: s.cur, cands: []cell{s.cur}} }
+func (s pstate) durable() pstate { return makeState(s.cur, []cell{s.cur}) }
 
 // commit moves to row c: a durable commit collapses the candidates to it,
 // a NORMAL one adds it to them.
 func (s pstate) commit(c cell, durable bool) pstate {
 	if durable {
-		return pstate{cur: c, cands: []cell{c}}
+		return makeState(c, []cell{c})
 	}
 	i, found := slices.BinarySearchFunc(s.cands, c, compareCells)
 	if found {
-		return pstate{cur: c, cands: s.cands}
+		return makeState(c, s.cands)
 	}
-	return pstate{cur: c, cands: slices.Insert(slices.Clone(s.cands), i, c)}
+	return makeState(c, slices.Insert(slices.Clone(s.cands), i, c))
 }
 
 func (s pstate) equal(t pstate) bool {
-	return s.cur == t.cur && slices.Equal(s.cands, t.cands)
+	return s.h == t.h && s.cur == t.cur && slices.Equal(s.cands, t.cands)
 }
 
-func (s pstate) hash() uint64 {
-	h := fnv.New64a()
-	var buf [8]byte
-	putInt := func(n int64) {
-		binary.LittleEndian.PutUint64(buf[:], uint64(n))
-		h.Write(buf[:])
+func (s pstate) hash() uint64 { return s.h }
+
+// fnv64 is FNV-1a, over words for integers and bytes for strings, without
+// the allocations of hash/fnv's interface.
+type fnv64 uint64
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func (h *fnv64) byte(b byte) { *h = (*h ^ fnv64(b)) * fnvPrime }
+
+// int mixes n in as one word.
+func (h *fnv64) int(n int64) { *h = (*h ^ fnv64(n)) * fnvPrime }
+
+func (h *fnv64) str(s string) {
+	for i := 0; i < len(s); i++ {
+		h.byte(s[i])
 	}
-	putCell := func(c cell) {
-		if !c.has {
-			putInt(0)
-			return
-		}
-		putInt(1)
-		if c.entry.Value.IsInt {
-			putInt(c.entry.Value.Int)
-		} else {
-			putInt(int64(len(c.entry.Value.Bytes)))
-			h.Write([]byte(c.entry.Value.Bytes))
-		}
-		putInt(c.entry.ExpiresAt)
-		putInt(int64(len(c.lease.Owner)))
-		h.Write([]byte(c.lease.Owner))
-		putInt(c.lease.Token)
-		putInt(c.lease.ExpiresAt)
+}
+
+func (h *fnv64) cell(c cell) {
+	if !c.has {
+		h.int(0)
+		return
 	}
-	putCell(s.cur)
-	putInt(int64(len(s.cands)))
-	for _, c := range s.cands {
-		putCell(c)
+	h.int(1)
+	if c.entry.Value.IsInt {
+		h.int(c.entry.Value.Int)
+	} else {
+		h.int(int64(len(c.entry.Value.Bytes)))
+		h.str(c.entry.Value.Bytes)
 	}
-	return h.Sum64()
+	h.int(c.entry.ExpiresAt)
+	h.int(int64(len(c.lease.Owner)))
+	h.str(c.lease.Owner)
+	h.int(c.lease.Token)
+	h.int(c.lease.ExpiresAt)
 }
 
 // describe returns s readably, such as `7 (power loss: absent | 6 | 7)`.
@@ -94,7 +115,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 	case PowerLoss:
 		out := make([]pstate, len(s.cands))
 		for i, c := range s.cands {
-			out[i] = pstate{cur: c, cands: []cell{c}}
+			out[i] = makeState(c, []cell{c})
 		}
 		return out
 	case Durable:
@@ -129,15 +150,11 @@ func (p partition) next(s pstate, st *step) []pstate {
 // porcupineModel returns p's porcupine model: the nondeterministic model
 // turned into a deterministic one over sets of states.
 func (p partition) porcupineModel() porcupine.Model {
+	memo := &stepMemo{m: map[memoKey][]memoEntry{}}
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{initial()} },
 		Step: func(state, input, _ any) []any {
-			next := p.next(state.(pstate), input.(*step))
-			out := make([]any, len(next))
-			for i, s := range next {
-				out[i] = s
-			}
-			return out
+			return memo.next(p, state.(pstate), input.(*step))
 		},
 		Equal:             func(a, b any) bool { return a.(pstate).equal(b.(pstate)) },
 		Hash:              func(s any) uint64 { return s.(pstate).hash() },
@@ -145,6 +162,50 @@ func (p partition) porcupineModel() porcupine.Model {
 		DescribeState:     func(s any) string { return p.describeState(s.(pstate)) },
 	}
 	return nm.ToModel()
+}
+
+// stepMemo remembers the model's steps of one partition's check: while
+// porcupine backtracks over orders of concurrent operations it steps the
+// same state with the same operation again and again, and each step is a
+// model.Step with its allocations (in a history of many unknown outcomes,
+// most of the check's time was those steps and the garbage they left).
+// A step is a pure function of the state and the operation, so the memo
+// changes no verdict.
+type stepMemo struct {
+	mu sync.Mutex
+	m  map[memoKey][]memoEntry
+}
+
+type memoKey struct {
+	st   *step
+	hash uint64 // of the state stepped from
+}
+
+// memoEntry is one step: from a state, the states after it, as porcupine
+// takes them. Callers must not change to.
+type memoEntry struct {
+	from pstate
+	to   []any
+}
+
+// next returns p.next(s, st) as porcupine takes it, from the memo when it
+// has the step.
+func (m *stepMemo) next(p partition, s pstate, st *step) []any {
+	k := memoKey{st: st, hash: s.hash()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.m[k] {
+		if e.from.equal(s) {
+			return e.to
+		}
+	}
+	next := p.next(s, st)
+	to := make([]any, len(next))
+	for i, n := range next {
+		to[i] = n
+	}
+	m.m[k] = append(m.m[k], memoEntry{from: s, to: to})
+	return to
 }
 
 // CertainWrite reports whether a call that answered out certainly wrote to
