@@ -132,6 +132,25 @@ func TestClockCheckRejectsDriftWhileRunning(t *testing.T) {
 	assert.Equal(t, []string{CheckClock}, failed(w))
 }
 
+// A background goroutine of a process may claim a time during Open,
+// before the open task reads the engine's time: that claim comes first in
+// true time, and the open's later, higher time is not time going back.
+func TestClockCheckTakesClaimsMadeDuringOpenFirst(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	p.timed, p.lastNow = false, 0
+	start := w.wallMillis()
+	w.clock.claimed(w, p, start+100) // the sweeper, during Open
+	w.advance(4)
+	now := start + 104 // the open task reads the time 4 ms later
+	p.offset = now - w.trueMillis
+	w.clock.started(w, p, now)
+	assert.Empty(t, w.violations)
+
+	w.clock.used(w, p, now-1, w.trueMillis-1) // a call at an earlier time, after the open
+	assert.Equal(t, []string{CheckClock}, failed(w), "time going back after the open is still caught")
+}
+
 func TestCounterCheckBounds(t *testing.T) {
 	tick := int64(0)
 	incr := func(unknown bool, full bool) linearizability.Op {

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math"
+
 	"github.com/statekit/statekit/state"
 )
 
@@ -33,6 +35,21 @@ func (c *clockCheck) claimed(w *world, p *process, now int64) {
 		return
 	}
 	c.used(w, p, now, w.trueMillis)
+}
+
+// started checks the engine time now that p's open task read at the
+// current true time, once p's offset is set from it: first the claims its
+// background goroutines made before (they ran during Open, earlier in
+// true time), in the order they made them, then now. Checked the other
+// way round, a background claim made a few milliseconds before the open
+// task read the time looked like time going back.
+func (c *clockCheck) started(w *world, p *process, now int64) {
+	p.lastNow = math.MinInt64
+	c.timed(w, p)
+	if now < p.lastNow {
+		w.violate(CheckClock, "p%d's engine time went back from %d to %d", p.pid, p.lastNow, now)
+	}
+	p.lastNow = now
 }
 
 // timed notes that p's offset is known, and checks the claims that waited

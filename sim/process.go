@@ -183,9 +183,9 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.incarnation++
 	p.pausedUntil = 0
 	now := db.Now().UnixMilli()
-	p.offset, p.lastNow = now-w.trueMillis, now
+	p.offset = now - w.trueMillis
 	w.clock.opened(w, p, now, clock, completed)
-	w.clock.timed(w, p)
+	w.clock.started(w, p, now)
 	p.buffered = map[string]int64{}
 	p.clients = p.clients[:0]
 	for range 1 + w.rngLife.IntN(w.cfg.Goroutines) {

@@ -332,9 +332,9 @@ func (w *world) verify() {
 		}
 		v.db = db
 		now := db.Now().UnixMilli()
-		v.offset, v.lastNow = now-w.trueMillis, now
+		v.offset = now - w.trueMillis
 		w.clock.opened(w, v, now, clock, completed)
-		w.clock.timed(w, v)
+		w.clock.started(w, v, now)
 		v.buffered = map[string]int64{}
 		if !w.integrity(t, v) || w.needCheck {
 			return
