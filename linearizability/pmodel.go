@@ -152,14 +152,14 @@ func (p partition) next(s pstate, st *step) []pstate {
 func (p partition) porcupineModel() porcupine.Model {
 	memo := &stepMemo{m: map[memoKey][]memoEntry{}}
 	nm := porcupine.NondeterministicModel{
-		Init: func() []any { return []any{initial()} },
+		Init: func() []any { s := initial(); return []any{&s} },
 		Step: func(state, input, _ any) []any {
-			return memo.next(p, state.(pstate), input.(*step))
+			return memo.next(p, state.(*pstate), input.(*step))
 		},
-		Equal:             func(a, b any) bool { return a.(pstate).equal(b.(pstate)) },
-		Hash:              func(s any) uint64 { return s.(pstate).hash() },
+		Equal:             func(a, b any) bool { x, y := a.(*pstate), b.(*pstate); return x == y || x.equal(*y) },
+		Hash:              func(s any) uint64 { return s.(*pstate).hash() },
 		DescribeOperation: func(input, _ any) string { return input.(*step).String() },
-		DescribeState:     func(s any) string { return p.describeState(s.(pstate)) },
+		DescribeState:     func(s any) string { return p.describeState(*s.(*pstate)) },
 	}
 	return nm.ToModel()
 }
@@ -182,7 +182,9 @@ type memoKey struct {
 }
 
 // memoEntry is one step: from a state, the states after it, as porcupine
-// takes them. Callers must not change to.
+// takes them (each a *pstate: a state the memo gave out twice is one
+// pointer, which porcupine's Equal then compares at once). Callers must
+// not change to.
 type memoEntry struct {
 	from pstate
 	to   []any
@@ -190,7 +192,8 @@ type memoEntry struct {
 
 // next returns p.next(s, st) as porcupine takes it, from the memo when it
 // has the step.
-func (m *stepMemo) next(p partition, s pstate, st *step) []any {
+func (m *stepMemo) next(p partition, ps *pstate, st *step) []any {
+	s := *ps
 	k := memoKey{st: st, hash: s.hash()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -201,8 +204,8 @@ func (m *stepMemo) next(p partition, s pstate, st *step) []any {
 	}
 	next := p.next(s, st)
 	to := make([]any, len(next))
-	for i, n := range next {
-		to[i] = n
+	for i := range next {
+		to[i] = &next[i]
 	}
 	m.m[k] = append(m.m[k], memoEntry{from: s, to: to})
 	return to
