@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/sim"
 )
 
@@ -84,6 +86,27 @@ func TestSameSeedSameTrace(t *testing.T) {
 	cfg.Seed++
 	c := run(t, cfg)
 	assert.NotEqual(t, a.Trace, c.Trace, "two seeds, one trace: the hash sees nothing")
+}
+
+// An inconclusive check depends on the machine's speed, so it fails the run
+// without moving the trace hash: one seed, one hash, on any machine.
+func TestInconclusiveKeepsTheTrace(t *testing.T) {
+	cfg := sim.DefaultConfig(7)
+	decided := run(t, cfg)
+	require.True(t, decided.OK(), "%s", failure(decided))
+	cfg.CheckTimeout = time.Nanosecond
+	var r *sim.Report
+	for try := 0; try < 5; try++ {
+		if r = run(t, cfg); r.Linearizability.Verdict == linearizability.Unknown {
+			break
+		}
+	}
+	require.Equal(t, linearizability.Unknown, r.Linearizability.Verdict, "a 1 ns limit must leave the check undecided")
+	require.False(t, r.OK(), "an inconclusive check must fail the run")
+	require.Len(t, r.Violations, 1)
+	assert.Equal(t, sim.CheckLinearizability, r.Violations[0].Check)
+	assert.Contains(t, r.Violations[0].Detail, "inconclusive")
+	assert.Equal(t, decided.Trace, r.Trace, "an undecided check moved the trace hash")
 }
 
 func TestCleanSeeds(t *testing.T) {

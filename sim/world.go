@@ -188,14 +188,31 @@ func (w *world) logf(format string, args ...any) {
 
 // violate records a broken promise.
 func (w *world) violate(check, format string, args ...any) {
+	w.addViolation(true, check, format, args...)
+}
+
+// inconclusive records a check that could not decide in its time limit. A
+// time limit is wall-clock time, so whether it runs out depends on the
+// machine: it fails the run but stays out of the trace hash, and one seed
+// keeps one hash on a slow machine and a fast one.
+func (w *world) inconclusive(check, format string, args ...any) {
+	w.addViolation(false, check, format, args...)
+}
+
+// addViolation appends a violation; hashed, the trace hash sees its check.
+func (w *world) addViolation(hashed bool, check, format string, args ...any) {
 	if w.tearing {
 		return
 	}
 	v := Violation{Check: check, Detail: fmt.Sprintf(format, args...)}
 	w.violations = append(w.violations, v)
-	// The trace hashes the check only: a detail may quote an engine error,
-	// whose text is not the simulation's to keep stable.
-	w.logf("VIOLATION %s", v.Check)
+	if hashed {
+		// The trace hashes the check only: a detail may quote an engine
+		// error, whose text is not the simulation's to keep stable.
+		w.logf("VIOLATION %s", v.Check)
+	} else if w.cfg.Trace != nil {
+		fmt.Fprintf(w.cfg.Trace, "INCONCLUSIVE %s\n", v.Check)
+	}
 	if w.cfg.Trace != nil {
 		fmt.Fprintf(w.cfg.Trace, "  %s\n", v.Detail)
 	}
