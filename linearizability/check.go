@@ -46,6 +46,12 @@ type Result struct {
 	// Partitions and Operations count the partitions checked and the ops of
 	// the history.
 	Partitions, Operations int
+	// Slowest is the longest one partition's search took, in wall-clock
+	// time, and SlowestPartition that partition: the time limit applies to
+	// each partition, so this is how close a run came to an inconclusive
+	// verdict. It never changes a verdict.
+	Slowest          time.Duration
+	SlowestPartition string
 
 	model porcupine.Model
 	info  *porcupine.LinearizationInfo
@@ -110,7 +116,12 @@ func Check(history []Op, timeout time.Duration) Result {
 	for _, name := range pr.names {
 		p, ops := pr.parts[name], pr.ops[name]
 		m := p.porcupineModel()
-		switch porcupine.CheckOperationsTimeout(m, ops, timeout) {
+		began := time.Now()
+		verdict := porcupine.CheckOperationsTimeout(m, ops, timeout)
+		if took := time.Since(began); took > res.Slowest {
+			res.Slowest, res.SlowestPartition = took, name
+		}
+		switch verdict {
 		case porcupine.Ok:
 			continue
 		case porcupine.Unknown:

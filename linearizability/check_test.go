@@ -512,3 +512,21 @@ func TestWriteHTML(t *testing.T) {
 		strings.Contains(string(html), `get(\u0022a\u0022)`), "the view names the failing read")
 	assert.Contains(t, string(html), "power loss")
 }
+
+// Check reports how long its slowest partition took, and which it was: what
+// a run's margin under the time limit is read from.
+func TestCheckReportsItsSlowestPartition(t *testing.T) {
+	res := Check([]Op{
+		do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+		do(1, 1, 4, t0, incr("b"), n(1)),
+		do(0, 3, 6, t0, get("a"), val(model.Int(1))),
+		do(1, 5, 8, t0, incr("b"), n(2)),
+	}, time.Minute)
+	require.Equal(t, Ok, res.Verdict, res.Description)
+	assert.Contains(t, []string{"k:a", "k:b"}, res.SlowestPartition)
+	assert.Positive(t, res.Slowest)
+
+	empty := Check(nil, time.Minute)
+	assert.Empty(t, empty.SlowestPartition, "no partition, none slowest")
+	assert.Zero(t, empty.Slowest)
+}

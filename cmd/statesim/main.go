@@ -120,6 +120,9 @@ func runOne(opt options, stdout, stderr io.Writer) int {
 	}
 	res := runSeed(cfg, opt.htmlDir)
 	fmt.Fprintln(stdout, res.summaryLine())
+	if res.Err == "" {
+		fmt.Fprintln(stdout, res.checkLine(cfg.CheckTimeout))
+	}
 	if res.ok() {
 		return exitOK
 	}

@@ -22,6 +22,7 @@ type totals struct {
 	virtualMillis       int64
 	faults              map[string]int
 	failures            []result
+	slowest             result // the seed whose slowest partition took longest to check
 	firstSeed, lastSeed uint64
 }
 
@@ -34,6 +35,9 @@ func (t *totals) add(r result) {
 	if !r.ok() {
 		t.failed++
 		t.failures = append(t.failures, r)
+	}
+	if r.CheckSlowest > t.slowest.CheckSlowest || t.slowest.CheckPartition == "" {
+		t.slowest = r
 	}
 	st := r.Stats
 	t.ops += st.Ops
@@ -123,6 +127,10 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, t.faults[k]))
 	}
 	fmt.Fprintf(w, "faults: %s\n", strings.Join(fs, " "))
+	if t.slowest.CheckPartition != "" {
+		fmt.Fprintf(w, "check: slowest partition %s of seed %d took %s (limit %s, per partition)\n",
+			t.slowest.CheckPartition, t.slowest.Seed, roundCheck(t.slowest.CheckSlowest), limitString(opt.cfg.CheckTimeout))
+	}
 	virtual := time.Duration(t.virtualMillis) * time.Millisecond
 	fmt.Fprintf(w, "time: %s real, %s virtual (%.0fx real time); %.0f simulated ops/s\n",
 		elapsed.Round(time.Millisecond), virtual.Round(time.Second), virtual.Seconds()/secs, float64(t.ops)/secs)

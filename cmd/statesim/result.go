@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/statekit/statekit/sim"
 )
@@ -19,9 +20,14 @@ type result struct {
 	Summary    string          `json:"summary"`
 	Stats      sim.Stats       `json:"stats"`
 	Violations []sim.Violation `json:"violations,omitempty"`
-	HTML       string          `json:"html,omitempty"`     // the porcupine view written, if any
-	HTMLErr    string          `json:"html_err,omitempty"` // why it could not be written
-	Err        string          `json:"err,omitempty"`      // the run could not start
+	// CheckSlowest is the longest one partition's linearizability check
+	// took, and CheckPartition that partition (wall-clock: not part of
+	// the trace).
+	CheckSlowest   time.Duration `json:"check_slowest"`
+	CheckPartition string        `json:"check_partition,omitempty"`
+	HTML           string        `json:"html,omitempty"`     // the porcupine view written, if any
+	HTMLErr        string        `json:"html_err,omitempty"` // why it could not be written
+	Err            string        `json:"err,omitempty"`      // the run could not start
 }
 
 func (r result) ok() bool { return r.Err == "" && len(r.Violations) == 0 }
@@ -38,6 +44,32 @@ func (r result) checks() []string {
 	return out
 }
 
+// checkLine says how long the run's slowest partition took to check,
+// against the limit.
+func (r result) checkLine(limit time.Duration) string {
+	if r.CheckPartition == "" {
+		return "check: no partition checked"
+	}
+	return fmt.Sprintf("check: slowest partition %s took %s (limit %s)", r.CheckPartition, roundCheck(r.CheckSlowest), limitString(limit))
+}
+
+// roundCheck rounds a check's time for printing: to the millisecond, or
+// the microsecond below one.
+func roundCheck(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// limitString prints a check's time limit, 0 as none.
+func limitString(limit time.Duration) string {
+	if limit == 0 {
+		return "none"
+	}
+	return limit.String()
+}
+
 func (r result) summaryLine() string {
 	if r.Err != "" {
 		return fmt.Sprintf("seed %d: %s", r.Seed, r.Err)
@@ -52,7 +84,8 @@ func runSeed(cfg sim.Config, htmlDir string) result {
 	if err != nil {
 		return result{Seed: cfg.Seed, Err: err.Error()}
 	}
-	res := result{Seed: cfg.Seed, Trace: rep.Trace, Summary: rep.Summary(), Stats: rep.Stats, Violations: rep.Violations}
+	res := result{Seed: cfg.Seed, Trace: rep.Trace, Summary: rep.Summary(), Stats: rep.Stats, Violations: rep.Violations,
+		CheckSlowest: rep.Linearizability.Slowest, CheckPartition: rep.Linearizability.SlowestPartition}
 	if rep.OK() {
 		return res
 	}
