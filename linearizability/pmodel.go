@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -148,67 +149,163 @@ func (p partition) next(s pstate, st *step) []pstate {
 }
 
 // porcupineModel returns p's porcupine model: the nondeterministic model
-// turned into a deterministic one over sets of states.
+// (next) turned into a deterministic one over sets of states, as
+// porcupine's NondeterministicModel.ToModel does, but with every state and
+// every set kept once (setModel), so that porcupine compares two states by
+// their pointers and a step it took before costs a map lookup.
 func (p partition) porcupineModel() porcupine.Model {
-	memo := &stepMemo{m: map[memoKey][]memoEntry{}}
-	nm := porcupine.NondeterministicModel{
-		Init: func() []any { s := initial(); return []any{&s} },
-		Step: func(state, input, _ any) []any {
-			return memo.next(p, state.(*pstate), input.(*step))
+	m := newSetModel(p)
+	return porcupine.Model{
+		Init: func() any { return m.init },
+		Step: func(state, input, _ any) (bool, any) {
+			next := m.step(state.(*pset), input.(*step))
+			return next != nil, next
 		},
-		Equal:             func(a, b any) bool { x, y := a.(*pstate), b.(*pstate); return x == y || x.equal(*y) },
-		Hash:              func(s any) uint64 { return s.(*pstate).hash() },
+		Equal:             func(a, b any) bool { return a == b },
+		Hash:              func(s any) uint64 { return s.(*pset).h },
 		DescribeOperation: func(input, _ any) string { return input.(*step).String() },
-		DescribeState:     func(s any) string { return p.describeState(*s.(*pstate)) },
+		DescribeState:     func(s any) string { return m.describe(s.(*pset)) },
 	}
-	return nm.ToModel()
 }
 
-// stepMemo remembers the model's steps of one partition's check: while
-// porcupine backtracks over orders of concurrent operations it steps the
-// same state with the same operation again and again, and each step is a
-// model.Step with its allocations (in a history of many unknown outcomes,
-// most of the check's time was those steps and the garbage they left).
-// A step is a pure function of the state and the operation, so the memo
-// changes no verdict.
-type stepMemo struct {
-	mu sync.Mutex
-	m  map[memoKey][]memoEntry
+// pset is a set of states a partition may be in: where the operations
+// linearized so far can have left it. Its members are interned states in a
+// deterministic order (compareStates), without repeats.
+type pset struct {
+	members []*pstate
+	h       uint64    // of the members' hashes, in order
+	steps   []setEdge // the steps taken from this set; guarded by setModel.mu
 }
 
-type memoKey struct {
+// setEdge is a step taken from a set: to is nil when no member can take
+// it.
+type setEdge struct {
+	st *step
+	to *pset
+}
+
+// setModel is one partition's check: every state and every set of states
+// it met, each kept once (interned), so that equal ones are one pointer,
+// and every step it took, by pointer. Porcupine steps the same set with the
+// same operation again and again as it backtracks over orders of
+// concurrent operations, and compares the sets it reached with those in its
+// cache: with interning the first is a map lookup and the second a pointer
+// comparison (in a history of many unknown outcomes, model steps, set
+// merges and the garbage they left were most of the check's time). A step
+// is a pure function of the set and the operation, so neither changes a
+// verdict.
+type setModel struct {
+	p      partition
+	mu     sync.Mutex
+	states map[uint64][]*pstate // interned states, by hash
+	sets   map[uint64][]*pset   // interned sets, by hash
+	next   map[stateStep][]*pstate
+	init   *pset
+}
+
+type stateStep struct {
+	from *pstate
 	st   *step
-	hash uint64 // of the state stepped from
 }
 
-// memoEntry is one step: from a state, the states after it, as porcupine
-// takes them (each a *pstate: a state the memo gave out twice is one
-// pointer, which porcupine's Equal then compares at once). Callers must
-// not change to.
-type memoEntry struct {
-	from pstate
-	to   []any
+func newSetModel(p partition) *setModel {
+	m := &setModel{p: p, states: map[uint64][]*pstate{}, sets: map[uint64][]*pset{},
+		next: map[stateStep][]*pstate{}}
+	m.init = m.internSet([]*pstate{m.internState(initial())})
+	return m
 }
 
-// next returns p.next(s, st) as porcupine takes it, from the memo when it
-// has the step.
-func (m *stepMemo) next(p partition, ps *pstate, st *step) []any {
-	s := *ps
-	k := memoKey{st: st, hash: s.hash()}
+// step returns the set after st from s, or nil if no state of s can take
+// it. Sets it returns are interned: callers must not change them.
+func (m *setModel) step(s *pset, st *step) *pset {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, e := range m.m[k] {
-		if e.from.equal(s) {
+	// A set is stepped with the operations that can come next from it, a
+	// few at a time: a scan of its own short list beats a lookup in a map
+	// of every step of the check.
+	for _, e := range s.steps {
+		if e.st == st {
 			return e.to
 		}
 	}
-	next := p.next(s, st)
-	to := make([]any, len(next))
-	for i := range next {
-		to[i] = &next[i]
+	var all []*pstate
+	for _, x := range s.members {
+		all = append(all, m.stateNext(x, st)...)
 	}
-	m.m[k] = append(m.m[k], memoEntry{from: s, to: to})
-	return to
+	var next *pset
+	if len(all) > 0 {
+		next = m.internSet(all)
+	}
+	s.steps = append(s.steps, setEdge{st: st, to: next})
+	return next
+}
+
+// stateNext returns p.next(*x, st), interned. Callers hold mu.
+func (m *setModel) stateNext(x *pstate, st *step) []*pstate {
+	k := stateStep{from: x, st: st}
+	if next, ok := m.next[k]; ok {
+		return next
+	}
+	states := m.p.next(*x, st)
+	next := make([]*pstate, len(states))
+	for i, s := range states {
+		next[i] = m.internState(s)
+	}
+	m.next[k] = next
+	return next
+}
+
+// internState returns the one pointer kept for s's contents.
+func (m *setModel) internState(s pstate) *pstate {
+	for _, x := range m.states[s.h] {
+		if x.equal(s) {
+			return x
+		}
+	}
+	x := &s
+	m.states[s.h] = append(m.states[s.h], x)
+	return x
+}
+
+// internSet returns the one set kept for members, interned states in any
+// order and with repeats. It may reorder members.
+func (m *setModel) internSet(members []*pstate) *pset {
+	slices.SortFunc(members, compareStates)
+	members = slices.Compact(members) // interned: equal states are one pointer
+	h := fnv64(fnvOffset)
+	for _, x := range members {
+		h.int(int64(x.h))
+	}
+	for _, s := range m.sets[uint64(h)] {
+		if slices.Equal(s.members, members) {
+			return s
+		}
+	}
+	s := &pset{members: slices.Clip(members), h: uint64(h)}
+	m.sets[s.h] = append(m.sets[s.h], s)
+	return s
+}
+
+// compareStates orders states by hash, then by contents: deterministic,
+// so that a set describes itself the same way in every run.
+func compareStates(a, b *pstate) int {
+	if c := cmp.Compare(a.h, b.h); c != 0 {
+		return c
+	}
+	if c := compareCells(a.cur, b.cur); c != 0 {
+		return c
+	}
+	return slices.CompareFunc(a.cands, b.cands, compareCells)
+}
+
+// describe returns s readably, as porcupine describes a set of states:
+// `{7, 6 (power loss: absent | 6)}`.
+func (m *setModel) describe(s *pset) string {
+	descs := make([]string, len(s.members))
+	for i, x := range s.members {
+		descs[i] = m.p.describeState(*x)
+	}
+	return "{" + strings.Join(descs, ", ") + "}"
 }
 
 // CertainWrite reports whether a call that answered out certainly wrote to

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/statekit/statekit/model"
@@ -59,32 +60,77 @@ func TestStateHashIsTheHashOfItsContents(t *testing.T) {
 	})
 }
 
-// The memo answers a step it saw with what the model answered the first
-// time, and a step it did not see by asking the model.
-func TestStepMemoAnswersAsTheModel(t *testing.T) {
+// The set model steps a set of states as the nondeterministic model steps
+// each of them, merged: the first time by asking the model, after that
+// from its memo, with the same pointer.
+func TestSetModelStepsAsTheModel(t *testing.T) {
 	p := partition{key: "k"}
 	steps := []*step{
 		{event: Verb, in: model.Input{Kind: model.IncrBy, Key: "k", Delta: 1, NowMillis: 1}, check: false},
 		{event: Verb, in: model.Input{Kind: model.Set, Key: "k", Value: model.Int(2), NowMillis: 1}, check: false},
 		{event: Verb, in: model.Input{Kind: model.Del, Keys: []string{"k"}, NowMillis: 1}, check: false, unknown: true},
+		{event: Verb, in: model.Input{Kind: model.Get, Key: "k", NowMillis: 1}, check: true, want: model.Output{Value: model.Int(2)}},
 		{event: PowerLoss},
 		{event: Durable},
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		memo := &stepMemo{m: map[memoKey][]memoEntry{}}
-		s := initial()
+		m := newSetModel(p)
+		cur := m.init
 		for range rapid.IntRange(1, 20).Draw(t, "steps") {
 			st := steps[rapid.IntRange(0, len(steps)-1).Draw(t, "step")]
-			want := p.next(s, st)
-			for range 2 { // the second answer comes from the memo
-				got := memo.next(p, &s, st)
-				require.Len(t, got, len(want))
-				for i := range want {
-					require.True(t, want[i].equal(*got[i].(*pstate)), "step %d: %s, want %s",
-						i, p.describeState(*got[i].(*pstate)), p.describeState(want[i]))
+			var want []pstate
+			for _, x := range cur.members {
+				for _, n := range p.next(*x, st) {
+					if !slices.ContainsFunc(want, n.equal) {
+						want = append(want, n)
+					}
 				}
 			}
-			s = want[rapid.IntRange(0, len(want)-1).Draw(t, "next")]
+			got := m.step(cur, st)
+			require.Same(t, got, m.step(cur, st), "the second answer comes from the memo")
+			if len(want) == 0 {
+				require.Nil(t, got, "%s: no state can take it", st)
+				continue
+			}
+			require.NotNil(t, got, "%s", st)
+			require.Len(t, got.members, len(want), "%s: got %s", st, m.describe(got))
+			for _, w := range want {
+				require.True(t, slices.ContainsFunc(got.members, func(x *pstate) bool { return x.equal(w) }),
+					"%s: %s lacks %s", st, m.describe(got), p.describeState(w))
+			}
+			cur = got
 		}
+	})
+}
+
+// Sets of the same states are one pointer, in whatever order and with
+// whatever repeats they were made, and sets of different states are not:
+// porcupine compares sets by pointer.
+func TestEqualSetsAreOnePointer(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := newSetModel(partition{key: "k"})
+		draw := func(label string) ([]*pstate, []pstate) {
+			var ptrs []*pstate
+			var contents []pstate
+			for i := range rapid.IntRange(1, 4).Draw(t, label+" size") {
+				s := walk(t, label+strconv.Itoa(i))
+				ptrs = append(ptrs, m.internState(s))
+				if !slices.ContainsFunc(contents, s.equal) {
+					contents = append(contents, s)
+				}
+			}
+			return ptrs, contents
+		}
+		a, ac := draw("a")
+		b, bc := draw("b")
+		same := len(ac) == len(bc)
+		for _, x := range ac {
+			same = same && slices.ContainsFunc(bc, x.equal)
+		}
+		sa := m.internSet(slices.Clone(a))
+		require.Same(t, sa, m.internSet(append(slices.Clone(a), a[0])), "a repeat made another set")
+		slices.Reverse(a)
+		require.Same(t, sa, m.internSet(a), "another order made another set")
+		require.Equal(t, same, sa == m.internSet(b), "sets of %d and %d states", len(ac), len(bc))
 	})
 }
