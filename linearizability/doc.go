@@ -19,6 +19,14 @@
 // candidate, a durable point collapses the set to the current state, and a
 // PowerLoss continues from any candidate.
 //
+// Porcupine searches over sets of such states (the partition may be in any
+// of them after the operations linearized so far). The package builds
+// those sets itself rather than with porcupine's NondeterministicModel:
+// each state and each set is interned, so that equal sets are one pointer
+// for porcupine's cache to compare, and each step taken from a set is
+// remembered on it, since porcupine steps the same set with the same
+// operation again each time it backtracks.
+//
 // # Unknown outcomes
 //
 // An Op with Unknown set (a crash or power loss hid its answer) accepts any
