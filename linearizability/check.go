@@ -3,6 +3,7 @@ package linearizability
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -92,8 +93,9 @@ func (r Result) WriteHTML(path string) error {
 // deterministic when no partition runs out of time.
 //
 // Operations answered model.ErrInvalid changed nothing and are left out,
-// after checking that the spec refuses them too; so are reads (Get, TTL)
-// whose answer a crash or power loss hid.
+// after checking that the spec refuses them too; so are reads (Get, TTL,
+// an Update that only reads or aborts) whose answer a crash or power loss
+// hid.
 func Check(history []Op, timeout time.Duration) Result {
 	return check(history, timeout, true)
 }
@@ -119,7 +121,7 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 		refused[i] = true
 	}
 	for i, op := range history {
-		if dropUnknownReads && op.Event == Verb && op.Unknown && pureRead(op.Input.Kind) {
+		if dropUnknownReads && op.Event == Verb && op.Unknown && pureRead(op.Input) {
 			// A read whose answer was lost changed nothing and is checked
 			// against nothing: it fits anywhere in its interval, whatever
 			// the others did. Left in, each one pending would double
@@ -155,6 +157,15 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 	return res
 }
 
-// pureRead reports whether a verb of kind k never changes the model's
-// state: the spec's Get and TTL only read it.
-func pureRead(k model.Kind) bool { return k == model.Get || k == model.TTL }
+// pureRead reports whether the call in never changes the model's state:
+// Get and TTL only read it, and an Update that aborts, or whose verbs all
+// only read, leaves it as it was.
+func pureRead(in model.Input) bool {
+	switch in.Kind {
+	case model.Get, model.TTL:
+		return true
+	case model.Update:
+		return in.Abort || !slices.ContainsFunc(in.Ops, func(sub model.Input) bool { return !pureRead(sub) })
+	}
+	return false
+}

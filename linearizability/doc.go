@@ -35,8 +35,8 @@
 // when greater than Op.Call), and never later than just before the first
 // PowerLoss after its call: nothing a process started runs after the power
 // went out. Keep unknown outcomes few and bounded: each doubles the states
-// to search while it is open. A read (Get, TTL) whose answer was lost is
-// left out: it changed nothing and is checked against nothing, so it fits
+// to search while it is open. A read (Get, TTL, an Update that only reads or
+// aborts) whose answer was lost is left out: it changed nothing and is checked against nothing, so it fits
 // anywhere in its interval.
 //
 // # Partitions and what they do not check

@@ -249,14 +249,17 @@ func itoa(i int) string { return model.Int(int64(i)).String() }
 // changed (most of them then illegal): a read that changes nothing and is
 // checked against nothing fits anywhere in its interval.
 func TestUnknownReadsLeftOutChangeNoVerdict(t *testing.T) {
-	illegal, dropped := 0, 0
+	illegal, dropped, updates := 0, 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		history := run(t)
 		var known []int
 		for i, op := range history {
 			switch {
-			case op.Event == Verb && op.Unknown && pureRead(op.Input.Kind):
+			case op.Event == Verb && op.Unknown && pureRead(op.Input):
 				dropped++
+				if op.Input.Kind == model.Update {
+					updates++
+				}
 			case op.Event == Verb && !op.Unknown && op.Output.Err == model.ErrNone:
 				known = append(known, i)
 			}
@@ -278,5 +281,6 @@ func TestUnknownReadsLeftOutChangeNoVerdict(t *testing.T) {
 		}
 	})
 	require.Positive(t, dropped, "no history had a read whose answer was lost")
+	require.Positive(t, updates, "no history had a reading or aborted Update whose answer was lost")
 	require.Positive(t, illegal, "no history was illegal")
 }
