@@ -443,7 +443,29 @@ func TestRefusedInput(t *testing.T) {
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
 			do(0, 3, 4, t0, get("a"), model.Output{Err: model.ErrInvalid}),
 		}},
+		// The CAS below is refused (a TTL with a nil new value) only once
+		// the renew before it succeeds: on a lease not held, the Update
+		// answers lease_lost. Whether a refusal is right depends on the
+		// state, so the model checks it.
+		{name: "update refused by a sub-input it reached", verdict: Ok, history: []Op{
+			full(do(0, 1, 2, t0, lease("l", "o"), token(1, t0+100))),
+			do(0, 3, 4, t0, renewThenBadCAS(), model.Output{Err: model.ErrInvalid,
+				Sub: []model.Output{{ExpiresAt: t0 + 100}, {Err: model.ErrInvalid}}}),
+		}},
+		{name: "update refused by a sub-input it cannot reach", verdict: Illegal, partition: "l:l", mentions: "#0", history: []Op{
+			do(0, 1, 2, t0, renewThenBadCAS(), model.Output{Err: model.ErrInvalid,
+				Sub: []model.Output{{ExpiresAt: t0 + 100}, {Err: model.ErrInvalid}}}),
+		}},
 	})
+}
+
+// renewThenBadCAS is an Update that renews lease l for owner o, token 1,
+// then runs a CAS the spec refuses.
+func renewThenBadCAS() model.Input {
+	return model.Input{Kind: model.Update, Ops: []model.Input{
+		{Kind: model.Renew, Key: "l", Owner: "o", Token: 1, TTLMillis: 100},
+		{Kind: model.CAS, Key: "l", Expected: model.Ptr(model.Int(2)), TTLMillis: 25},
+	}}
 }
 
 func TestMalformed(t *testing.T) {

@@ -57,6 +57,12 @@ func apply(s *State, in Input, nowMillis int64) Output {
 	return Output{Err: ErrInvalid}
 }
 
+// Refuses reports whether the spec refuses in before looking at the state:
+// Step answers it ErrInvalid in every state. An Update whose sub-input is
+// refused is not refused itself: the sub-input answers ErrInvalid when it
+// is reached, and an earlier one may abort the Update first.
+func Refuses(in Input) bool { return invalid(in) }
+
 // invalid reports input the spec refuses before looking at the state.
 func invalid(in Input) bool {
 	switch in.Kind {
