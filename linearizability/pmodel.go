@@ -152,7 +152,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 // (next) turned into a deterministic one over sets of states, as
 // porcupine's NondeterministicModel.ToModel does, but with every state and
 // every set kept once (setModel), so that porcupine compares two states by
-// their pointers and a step it took before costs a map lookup.
+// their pointers and a step it took before costs a scan of a short list.
 func (p partition) porcupineModel() porcupine.Model {
 	m := newSetModel(p)
 	return porcupine.Model{
@@ -189,8 +189,8 @@ type setEdge struct {
 // and every step it took, by pointer. Porcupine steps the same set with the
 // same operation again and again as it backtracks over orders of
 // concurrent operations, and compares the sets it reached with those in its
-// cache: with interning the first is a map lookup and the second a pointer
-// comparison (in a history of many unknown outcomes, model steps, set
+// cache: here the first is a scan of the set's own list of steps and the
+// second a pointer comparison (in a history of many unknown outcomes, model steps, set
 // merges and the garbage they left were most of the check's time). A step
 // is a pure function of the set and the operation, so neither changes a
 // verdict.
