@@ -164,6 +164,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("write %q at %d: negative offset", f.name, off)
 	}
 	m.stats.Writes++
+	m.writesBy[f.view.pid]++
 	if m.cutDue() {
 		f.ino.write(p, off)
 		return 0, fmt.Errorf("write %q: %w", f.name, m.cut())
@@ -195,6 +196,7 @@ func (f *memFile) Truncate(size int64) error {
 		return fmt.Errorf("truncate %q to %d: negative size", f.name, size)
 	}
 	m.stats.Truncates++
+	m.writesBy[f.view.pid]++
 	if m.cutDue() {
 		f.ino.truncate(size)
 		return fmt.Errorf("truncate %q: %w", f.name, m.cut())

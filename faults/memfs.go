@@ -45,6 +45,7 @@ type MemFS struct {
 	incarnation map[int]uint64
 	open        map[uint64]*memFile
 	lastFileID  uint64
+	writesBy    map[int]int64 // WritesBy
 
 	tearRNG    *rand.Rand
 	faultRNG   *rand.Rand
@@ -92,12 +93,22 @@ func NewMemFS(seed uint64) *MemFS {
 		locks:       vfs.NewLockManager(),
 		incarnation: map[int]uint64{},
 		open:        map[uint64]*memFile{},
+		writesBy:    map[int]int64{},
 		tearRNG:     rand.New(rand.NewPCG(seed, streamTear)),
 		faultRNG:    rand.New(rand.NewPCG(seed, streamFault)),
 		entropyRNG:  rand.New(rand.NewPCG(seed, streamEntropy)),
 		plan:        plan{budget: -1},
 		base:        base,
 	}
+}
+
+// WritesBy returns how many writes and truncates the views of process pid
+// have attempted on a live file, failed ones included: a process whose
+// count did not move over an interval changed no byte of any file in it.
+func (m *MemFS) WritesBy(pid int) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writesBy[pid]
 }
 
 // Process returns the view of the disk of process pid, to give to

@@ -208,6 +208,37 @@ func TestCrashKillsOneProcessAndKeepsItsWrites(t *testing.T) {
 	assert.Empty(t, contents(t, m, 2, "db"), "they were never synced")
 }
 
+// WritesBy is what lets the simulator leave out a lost call whose process
+// wrote nothing: it must count every call that could have changed a byte.
+func TestWritesByCountsEveryWriteAProcessTried(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p1, p2 := m.Process(1), m.Process(2)
+	f1 := open(t, p1, "db")
+	f2 := open(t, p2, "db")
+	write(t, f1, []byte("from-1"), 0)
+	require.NoError(t, f1.Truncate(3))
+	m.FailAt(faults.OpWrite, 1)
+	_, err := f1.WriteAt([]byte("x"), 0)
+	require.ErrorIs(t, err, faults.ErrInjected)
+	m.SetWriteBudget(0)
+	_, err = f1.WriteAt([]byte("y"), 0)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
+	m.SetWriteBudget(-1)
+	assert.EqualValues(t, 4, m.WritesBy(1), "a write, a truncate, and two refused writes (failed calls may count: never fewer)")
+
+	_, err = f2.ReadAt(make([]byte, 3), 0)
+	require.NoError(t, err)
+	require.NoError(t, f2.Sync())
+	assert.Zero(t, m.WritesBy(2), "reads and syncs change no byte")
+
+	m.Crash(1)
+	_, err = f1.WriteAt([]byte("late"), 0)
+	require.ErrorIs(t, err, faults.ErrCrashed)
+	assert.EqualValues(t, 4, m.WritesBy(1), "a dead process's write reaches no file")
+	write(t, open(t, m.Process(1), "db"), []byte("again"), 0)
+	assert.EqualValues(t, 5, m.WritesBy(1), "a restarted process counts on")
+}
+
 func TestWriteBudgetFillsTheDisk(t *testing.T) {
 	m := faults.NewMemFS(1)
 	f := open(t, m.Process(1), "db")

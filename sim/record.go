@@ -33,7 +33,7 @@ func (w *world) observe(p *process, fl *inflight) context.Context {
 // holds it to that.
 func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Output, bool) {
 	inp.NowMillis = w.trueMillis + p.offset // until the engine says
-	fl := &inflight{p: p, client: c, in: inp, call: w.tick()}
+	fl := &inflight{p: p, client: c, in: inp, call: w.tick(), writes: w.m.WritesBy(p.pid)}
 	t.flight = fl
 	before := w.mark()
 	res := drive.Run(w.observe(p, fl), p.db, *inp)
@@ -60,10 +60,41 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 
 // recordUnknown records the call fl as of unknown outcome.
 func (w *world) recordUnknown(fl *inflight) {
+	if leaveOut(w, fl) {
+		w.noEffect(fl)
+		return
+	}
 	if fl.in.Kind == model.Sweep && !w.tearing {
 		w.recipeSwept(nil, fl.in.NowMillis, fl.call, w.tick()) // it may have deleted a recipe's rows
 	}
 	w.record(fl.p, linearizability.Op{Client: fl.client, Input: *fl.in, Call: fl.call, Return: fl.call, Unknown: true})
+}
+
+// leaveOut reports whether a call whose outcome a fault hid certainly
+// changed nothing: wroteNothing, or another rule a test plants to show that
+// the checks catch a wrong one.
+var leaveOut = wroteNothing
+
+// wroteNothing reports whether fl's process attempted no write to any file
+// while fl ran (faults.MemFS.WritesBy). Every change a call makes reaches
+// the file through its own process's writes, the WAL's frames of the
+// transaction that carries it, whichever of the process's goroutines leads
+// that group commit; so a call whose process wrote nothing from its call to
+// the moment its outcome was lost changed nothing, and it cannot change
+// anything later: its process is dead, or it returned.
+func wroteNothing(w *world, fl *inflight) bool {
+	return w.m.WritesBy(fl.p.pid) == fl.writes
+}
+
+// noEffect leaves out of the history a call whose outcome a fault hid but
+// which certainly changed nothing (leaveOut): each one left open doubles
+// the search of the linearizability check.
+func (w *world) noEffect(fl *inflight) {
+	if w.tearing {
+		return
+	}
+	w.stats.NoEffect++
+	w.logf("p%d %s -> lost, nothing written: left out", fl.p.pid, *fl.in)
 }
 
 // durability is how a call that answered out committed: FULL when it
@@ -135,7 +166,7 @@ func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
 	for _, k := range slices.Sorted(maps.Keys(d)) {
 		in.Ops = append(in.Ops, model.Input{Kind: model.IncrBy, Key: k, Delta: d[k]})
 	}
-	fl := &inflight{p: p, client: t.client, in: in, call: w.tick()}
+	fl := &inflight{p: p, client: t.client, in: in, call: w.tick(), writes: w.m.WritesBy(p.pid)}
 	t.flight = fl
 	before := w.mark()
 	return func(now int64, err error, restored bool) {
@@ -210,7 +241,7 @@ func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
 		t.sweeper = w.newClient()
 	}
 	in := &model.Input{Kind: model.Sweep, NowMillis: cutoff}
-	fl := &inflight{p: p, client: t.sweeper, in: in, call: w.tick(), claimed: true}
+	fl := &inflight{p: p, client: t.sweeper, in: in, call: w.tick(), claimed: true, writes: w.m.WritesBy(p.pid)}
 	t.sweepFlight = fl
 	before := w.mark()
 	return func(keys []string, err error) {

@@ -56,7 +56,8 @@ type inflight struct {
 	client  int
 	in      *model.Input
 	call    int64
-	claimed bool // the engine said what time it runs at (in.NowMillis)
+	claimed bool  // the engine said what time it runs at (in.NowMillis)
+	writes  int64 // its process's writes when it was called (MemFS.WritesBy)
 }
 
 // scheduler runs the threads of one world.

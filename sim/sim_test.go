@@ -109,6 +109,29 @@ func TestInconclusiveKeepsTheTrace(t *testing.T) {
 	assert.Equal(t, decided.Trace, r.Trace, "an undecided check moved the trace hash")
 }
 
+// A lost call is left out of the history only when its process wrote
+// nothing while it ran. Leaving out every lost call is wrong (some took
+// effect), and the checks must say so; the rule itself, on the same seed,
+// leaves some out and keeps the rest.
+func TestLeavingOutALostCallThatWroteIsCaught(t *testing.T) {
+	restore := sim.LeaveOutEveryLost()
+	var caught *sim.Report
+	for seed := uint64(1); seed <= 20 && caught == nil; seed++ {
+		if r := run(t, sim.DefaultConfig(seed)); !r.OK() {
+			caught = r
+		}
+	}
+	restore()
+	require.NotNil(t, caught, "leaving out every lost call went unnoticed in 20 seeds")
+	assert.Equal(t, []string{sim.CheckLinearizability}, caught.Checks(), "%s", failure(caught))
+
+	r := run(t, caught.Config)
+	require.True(t, r.OK(), "%s", failure(r))
+	assert.Positive(t, r.Stats.NoEffect, "the rule left no lost call out")
+	assert.Positive(t, r.Stats.Unknown, "the rule left every lost call out")
+	assert.Equal(t, caught.Stats.NoEffect, r.Stats.NoEffect+r.Stats.Unknown, "the same run loses the same calls")
+}
+
 func TestCleanSeeds(t *testing.T) {
 	n := cleanSeeds
 	if testing.Short() {

@@ -16,6 +16,7 @@ type totals struct {
 	seeds, failed       int
 	ops, recorded       int
 	unknown, omitted    int
+	noEffect            int
 	opens, checks       int
 	threads, overlap    int
 	steps               int64
@@ -44,6 +45,7 @@ func (t *totals) add(r result) {
 	t.recorded += st.Recorded
 	t.unknown += st.Unknown
 	t.omitted += st.Omitted
+	t.noEffect += st.NoEffect
 	t.opens += st.Opens
 	t.checks += st.Checks
 	t.threads += st.Threads
@@ -118,8 +120,8 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 	}
 	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %d workers; config: %s\n",
 		t.seeds, t.firstSeed, t.lastSeed, t.failed, opt.parallel, strings.Join(opt.cfg.Args()[2:], " "))
-	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes, %d refused on a full disk; %d process starts, %d integrity checks\n",
-		t.ops, t.recorded, t.unknown, t.omitted, t.opens, t.checks)
+	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %d process starts, %d integrity checks\n",
+		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, t.opens, t.checks)
 	fmt.Fprintf(w, "concurrency: %d goroutines scheduled, %d scheduling steps, %d operations called while another was in flight\n",
 		t.threads, t.steps, t.overlap)
 	var fs []string
