@@ -140,6 +140,20 @@ func (m *MemFS) Files() []string {
 	return names
 }
 
+// Copy returns a new MemFS whose files hold what m's reads see now, all of
+// it durable, with seed for its own randomness: a disk to read without
+// touching m. Nothing else is copied: the copy's power is on, no fault is
+// armed, no file is open or locked, and its clock and hooks are unset.
+func (m *MemFS) Copy(seed uint64) *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMemFS(seed)
+	for name, ino := range m.files {
+		c.files[name] = &inode{durable: slices.Clone(ino.data), data: slices.Clone(ino.data)}
+	}
+	return c
+}
+
 // Powered reports whether the power is on.
 func (m *MemFS) Powered() bool {
 	m.mu.Lock()

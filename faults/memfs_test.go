@@ -239,6 +239,28 @@ func TestWritesByCountsEveryWriteAProcessTried(t *testing.T) {
 	assert.EqualValues(t, 5, m.WritesBy(1), "a restarted process counts on")
 }
 
+// The simulator reads what a power loss left on a Copy, so the copy must
+// hold what reads see, durable, and share nothing with the original.
+func TestCopyIsADurableDiskOfItsOwn(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("synced"), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, []byte("-and-not"), 6)
+
+	c := m.Copy(2)
+	assert.Equal(t, []byte("synced-and-not"), contents(t, c, 1, "db"), "the copy holds what reads see")
+	c.PowerLoss(faults.LossDrop)
+	c.Reboot()
+	assert.Equal(t, []byte("synced-and-not"), contents(t, c, 1, "db"), "all of it durable")
+
+	write(t, open(t, c.Process(1), "db"), []byte("copy"), 0)
+	assert.Equal(t, []byte("synced-and-not"), contents(t, m, 1, "db"), "writes to the copy stay there")
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("synced"), contents(t, m, 2, "db"), "the original's unsynced writes are as unsynced as before")
+}
+
 func TestWriteBudgetFillsTheDisk(t *testing.T) {
 	m := faults.NewMemFS(1)
 	f := open(t, m.Process(1), "db")

@@ -19,6 +19,13 @@
 // candidate, a durable point collapses the set to the current state, and a
 // PowerLoss continues from any candidate.
 //
+// When the recorder read the rows the file recovered to after a power loss
+// (Op.Recovered), each partition it names is held to its row: the PowerLoss
+// continues from that row, and fails when it is no candidate. The state
+// then keeps, beside the current row, only whether that row is a
+// candidate, so every order of the same commits that passes it is one
+// state, where each order was a set of candidates of its own.
+//
 // Porcupine searches over sets of such states (the partition may be in any
 // of them after the operations linearized so far). The package builds
 // those sets itself rather than with porcupine's NondeterministicModel:

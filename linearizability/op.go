@@ -135,6 +135,29 @@ type Op struct {
 	Unknown    bool         `json:"unknown,omitempty"`
 	NowLatest  int64        `json:"now_latest,omitempty"`
 	Durability Durability   `json:"durability,omitempty"`
+	// Recovered, on a PowerLoss event only, is what the recorder read of
+	// the file once it recovered after the loss, before any later call:
+	// the check holds each partition it names to its row there, which must
+	// be one the power loss may roll back to. nil, or a partition it does
+	// not name: any of those rows will do.
+	Recovered *Recovery `json:"recovered,omitempty"`
+}
+
+// Recovery is the rows of some keys and leases as a file recovered after a
+// power loss. Name only keys and leases whose every change is in the
+// history: the check holds the history to these rows.
+type Recovery struct {
+	Keys   []string    `json:"keys"`   // the keys read
+	Leases []string    `json:"leases"` // the leases read
+	State  model.State `json:"state"`  // their rows; one read and missing here was absent
+}
+
+// names reports whether r read p's row.
+func (r *Recovery) names(p partition) bool {
+	if p.lease {
+		return slices.Contains(r.Leases, p.key)
+	}
+	return slices.Contains(r.Keys, p.key)
 }
 
 // PowerLossAt returns the event of a power loss at time at.
@@ -181,6 +204,9 @@ func Validate(history []Op) error {
 	}
 	slices.Sort(powerLosses)
 	for i, op := range history {
+		if op.Recovered != nil && op.Event != PowerLoss {
+			return fmt.Errorf("op %d (%s): recovered rows on an op that is not a power loss", i, op)
+		}
 		switch op.Event {
 		case PowerLoss, Durable:
 			if op.Return < op.Call {

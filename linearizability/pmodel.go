@@ -40,10 +40,24 @@ func initial() pstate { return makeState(cell{}, []cell{{}}) }
 func (s pstate) durable() pstate { return makeState(s.cur, []cell{s.cur}) }
 
 // commit moves to row c: a durable commit collapses the candidates to it,
-// a NORMAL one adds it to them.
-func (s pstate) commit(c cell, durable bool) pstate {
+// a NORMAL one adds it to them. With target, the row the partition is known
+// to have recovered to at the power loss ahead, only that row is kept
+// beside c, when c or a candidate is it: the power loss needs to know
+// whether it is a candidate, and nothing else of them. Different orders of
+// the same commits then leave one state where they left as many sets of
+// candidates as orders.
+func (s pstate) commit(c cell, durable bool, target *cell) pstate {
 	if durable {
 		return makeState(c, []cell{c})
+	}
+	if target != nil {
+		if c == *target || !slices.Contains(s.cands, *target) {
+			return makeState(c, []cell{c})
+		}
+		if compareCells(c, *target) < 0 {
+			return makeState(c, []cell{c, *target})
+		}
+		return makeState(c, []cell{*target, c})
 	}
 	i, found := slices.BinarySearchFunc(s.cands, c, compareCells)
 	if found {
@@ -114,6 +128,12 @@ func (p partition) describeState(s pstate) string {
 func (p partition) next(s pstate, st *step) []pstate {
 	switch st.event {
 	case PowerLoss:
+		if st.target != nil { // the row it recovered to, if it may
+			if !slices.Contains(s.cands, *st.target) {
+				return nil
+			}
+			return []pstate{makeState(*st.target, []cell{*st.target})}
+		}
 		out := make([]pstate, len(s.cands))
 		for i, c := range s.cands {
 			out[i] = makeState(c, []cell{c})
@@ -133,7 +153,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 		for t := in.NowMillis; t <= max(in.NowMillis, st.nowLatest); t++ {
 			in.NowMillis = t
 			nextState, out := model.Step(p.toState(s.cur), in)
-			applied := s.commit(p.fromState(nextState), st.final || (st.full && CertainWrite(in, out)))
+			applied := s.commit(p.fromState(nextState), st.final || (st.full && CertainWrite(in, out)), st.target)
 			if !slices.ContainsFunc(states, applied.equal) {
 				states = append(states, applied)
 			}
@@ -145,7 +165,7 @@ func (p partition) next(s pstate, st *step) []pstate {
 	if !st.matches(out) {
 		return nil
 	}
-	return []pstate{s.commit(c, st.durable || st.final)}
+	return []pstate{s.commit(c, st.durable || st.final, st.target)}
 }
 
 // porcupineModel returns p's porcupine model: the nondeterministic model

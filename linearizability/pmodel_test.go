@@ -29,7 +29,7 @@ func walk(t *rapid.T, label string) pstate {
 	for i := range rapid.IntRange(0, 12).Draw(t, label+" steps") {
 		switch rapid.IntRange(0, 3).Draw(t, label+" kind") {
 		case 0, 1:
-			s = s.commit(drawCell(t, label), rapid.Bool().Draw(t, label+" durable"))
+			s = s.commit(drawCell(t, label), rapid.Bool().Draw(t, label+" durable"), nil)
 		case 2:
 			s = s.durable()
 		case 3:

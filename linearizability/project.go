@@ -29,6 +29,7 @@ func project(history []Op, skip map[int]bool) projection {
 	// Every partition any op touches, and the time bounds.
 	var maxTime int64
 	var powerLosses []int64
+	recovered := map[int64]*Recovery{} // by the power loss's time
 	clients := map[int]bool{}
 	for i, op := range history {
 		if skip[i] {
@@ -38,6 +39,9 @@ func project(history []Op, skip map[int]bool) projection {
 		switch op.Event {
 		case PowerLoss:
 			powerLosses = append(powerLosses, op.Call)
+			if op.Recovered != nil {
+				recovered[op.Call] = op.Recovered
+			}
 		case Verb:
 			clients[op.Client] = true
 			for _, p := range touched(op.Input) {
@@ -76,6 +80,12 @@ func project(history []Op, skip map[int]bool) projection {
 			cl = clientIndex[st.client]
 		}
 		s := st
+		if st.era >= 0 {
+			if rec, p := recovered[powerLosses[st.era]], pr.parts[name]; rec != nil && rec.names(p) {
+				c := p.fromState(rec.State)
+				s.target = &c
+			}
+		}
 		pr.ops[name] = append(pr.ops[name], porcupine.Operation{
 			ClientId: cl, Input: &s, Call: st.call, Return: st.ret,
 		})
@@ -86,6 +96,7 @@ func project(history []Op, skip map[int]bool) projection {
 			continue
 		}
 		base := step{index: i, event: op.Event, client: op.Client, call: op.Call, ret: op.Return, fullOf: -1}
+		base.era = eraOf(powerLosses, op)
 		if op.Event != Verb {
 			for _, name := range allNames {
 				add(name, base)
@@ -120,7 +131,7 @@ func project(history []Op, skip map[int]bool) projection {
 			add(name, pc.st)
 		}
 		if base.durable {
-			ev := step{index: i, event: Durable, call: op.Call, ret: op.Return, fullOf: i}
+			ev := step{index: i, event: Durable, call: op.Call, ret: op.Return, fullOf: i, era: base.era}
 			for _, name := range allNames {
 				if !own[name] {
 					add(name, ev)
@@ -129,6 +140,21 @@ func project(history []Op, skip map[int]bool) projection {
 		}
 	}
 	return pr
+}
+
+// eraOf returns the index in powerLosses (sorted times) of the power loss
+// that ends op's era: op itself for a PowerLoss, else the first after its
+// call; -1 when none comes after.
+func eraOf(powerLosses []int64, op Op) int {
+	at := op.Call + 1 // the first strictly after the call
+	if op.Event == PowerLoss {
+		at = op.Call
+	}
+	j, _ := slices.BinarySearch(powerLosses, at)
+	if j == len(powerLosses) {
+		return -1
+	}
+	return j
 }
 
 // touched returns the partitions in touches, with repeats.

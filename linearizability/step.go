@@ -22,6 +22,13 @@ type step struct {
 	client    int
 	call, ret int64
 	fullOf    int // Durable events made from a FULL commit: its index, else -1
+	// era is the index, among the history's power losses in time order, of
+	// the one that ends the step's era: the first after its call, or, for
+	// a PowerLoss, itself; -1 after the last.
+	era int
+	// target is the partition's row as the file recovered after that
+	// power loss (Op.Recovered), when it was read; nil: not read.
+	target *cell
 }
 
 // matches reports whether out, the spec's answer, agrees with the recorded

@@ -22,6 +22,11 @@
 // terms. After the run, a teardown lets the frozen goroutines finish and
 // closes their handles, recording nothing.
 //
+// After each power loss the simulator reads, on a copy of the disk, the
+// rows the clients' keys and leases recovered to, and records them on the
+// PowerLoss event (recovered.go): the linearizability check holds each key
+// to its row. The copy keeps the run itself unchanged.
+//
 // After the run every check runs, whatever faults were injected:
 // linearizability of the whole history against package model (with the
 // durability model for power losses), fencing tokens and the fenced

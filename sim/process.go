@@ -345,6 +345,7 @@ func (w *world) afterCut(explicit bool) {
 	for _, p := range w.procs {
 		w.die(p)
 	}
+	loss := len(w.history)
 	w.history = append(w.history, linearizability.PowerLossAt(w.tick()))
 	if !explicit {
 		w.stats.Faults["midop-cut"]++
@@ -358,6 +359,7 @@ func (w *world) afterCut(explicit bool) {
 	}
 	w.m.Reboot()
 	w.logf("reboot")
+	w.history[loss].Recovered = w.recovered()
 }
 
 // errClass names an error's class for the trace, without its text (which

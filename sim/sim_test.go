@@ -13,6 +13,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/sim"
 )
 
@@ -130,6 +131,34 @@ func TestLeavingOutALostCallThatWroteIsCaught(t *testing.T) {
 	assert.Positive(t, r.Stats.NoEffect, "the rule left no lost call out")
 	assert.Positive(t, r.Stats.Unknown, "the rule left every lost call out")
 	assert.Equal(t, caught.Stats.NoEffect, r.Stats.NoEffect+r.Stats.Unknown, "the same run loses the same calls")
+}
+
+// After each power loss the simulator reads the rows the file recovered
+// to, and the check holds each key to its row: a row no rollback could
+// leave must fail it.
+func TestRecoveredRowsAreChecked(t *testing.T) {
+	cfg := sim.DefaultConfig(7)
+	cfg.Rates.PowerLoss = 0.02
+	r := run(t, cfg)
+	require.True(t, r.OK(), "%s", failure(r))
+	read := 0
+	for i, op := range r.History {
+		if op.Event != linearizability.PowerLoss || op.Recovered == nil {
+			continue
+		}
+		read++
+		require.NotEmpty(t, op.Recovered.Keys)
+		require.NotEmpty(t, op.Recovered.Leases)
+		bad := slices.Clone(r.History)
+		rec := *op.Recovered
+		rec.State = rec.State.Clone()
+		rec.State.KV[rec.Keys[0]] = model.Entry{Value: model.Bytes("never written")}
+		bad[i].Recovered = &rec
+		res := linearizability.Check(bad, time.Minute)
+		assert.Equal(t, linearizability.Illegal, res.Verdict, "power loss #%d recovered to a row never written", i)
+		assert.Equal(t, "k:"+rec.Keys[0], res.Partition)
+	}
+	assert.GreaterOrEqual(t, read, 3, "the run must read what several power losses left")
 }
 
 func TestCleanSeeds(t *testing.T) {
