@@ -176,6 +176,14 @@ func TestCleanSeeds(t *testing.T) {
 		}
 		unknown += r.Stats.Unknown
 	}
+	// A quarter as many with as many client goroutines as a process may
+	// have: more calls in flight together, more grants grouped.
+	for seed := uint64(cleanFrom + n); seed < cleanFrom+uint64(n+n/4); seed++ {
+		cfg := sim.DefaultConfig(seed)
+		cfg.Goroutines = sim.MaxGoroutines
+		r := run(t, cfg)
+		assert.True(t, r.OK(), "%s", failure(r))
+	}
 	// The default rates must inject every default fault kind somewhere.
 	for _, kind := range []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "diskfull"} {
 		assert.Positive(t, faults[kind], "no %s fault in %d seeds", kind, n)
