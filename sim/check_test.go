@@ -9,6 +9,7 @@ import (
 
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
 	"github.com/statekit/statekit/state/vfs"
 )
 
@@ -149,6 +150,23 @@ func TestClockCheckTakesClaimsMadeDuringOpenFirst(t *testing.T) {
 
 	w.clock.used(w, p, now-1, w.trueMillis-1) // a call at an earlier time, after the open
 	assert.Equal(t, []string{CheckClock}, failed(w), "time going back after the open is still caught")
+}
+
+// A process that opened while the wall clock was ahead handed that time
+// out and kept it in the high-water mark, whether or not it made a call: a
+// later open behind the wall clock starts there, and no further.
+func TestClockCheckCountsTheTimeAnOpenUsed(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	ahead := w.wallMillis() + 60_000 // the wall clock had stepped ahead
+	p.offset = ahead - w.trueMillis
+	w.clock.started(w, p, ahead) // opened, then closed without a call
+	clock := w.readClock()       // the wall clock is back
+	w.clock.opened(w, p, ahead, clock, w.clock.completed)
+	assert.Empty(t, w.violations, "the next open starts at the mark the first left")
+
+	w.clock.opened(w, p, ahead+state.HighWaterLead.Milliseconds()+1, clock, w.clock.completed)
+	assert.Equal(t, []string{CheckClock}, failed(w), "beyond it and its lead is still caught")
 }
 
 func TestCounterCheckBounds(t *testing.T) {

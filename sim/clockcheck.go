@@ -13,7 +13,7 @@ import (
 // mark, which covers every time calls have used, except what a power loss
 // took back since the last durable commit.
 type clockCheck struct {
-	attempted int64      // the latest engine time any call was made at
+	attempted int64      // the latest engine time any call was made at, or any open read
 	completed int64      // the latest engine time of a call that completed
 	durable   int64      // the latest engine time a durable (FULL) commit covers
 	recent    []doneCall // completed calls a later FULL commit may not cover yet
@@ -43,6 +43,10 @@ func (c *clockCheck) claimed(w *world, p *process, now int64) {
 // true time), in the order they made them, then now. Checked the other
 // way round, a background claim made a few milliseconds before the open
 // task read the time looked like time going back.
+//
+// The time an open read is a time used, as a call's is: the handle hands it
+// out (Now) and keeps it in the high-water mark, so a later open may start
+// there even when the process made no call before it closed.
 func (c *clockCheck) started(w *world, p *process, now int64) {
 	p.lastNow = math.MinInt64
 	c.timed(w, p)
@@ -50,6 +54,7 @@ func (c *clockCheck) started(w *world, p *process, now int64) {
 		w.violate(CheckClock, "p%d's engine time went back from %d to %d", p.pid, p.lastNow, now)
 	}
 	p.lastNow = now
+	c.attempted = max(c.attempted, now)
 }
 
 // timed notes that p's offset is known, and checks the claims that waited
