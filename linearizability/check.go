@@ -105,10 +105,53 @@ func Check(history []Op, timeout time.Duration) Result {
 // check is Check; dropUnknownReads false keeps the reads whose answer was
 // lost, for tests that compare the verdicts.
 func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
+	pr, res, ok := prepare(history, dropUnknownReads)
+	if !ok {
+		return res
+	}
+	res.Partitions = len(pr.names)
+	for _, name := range pr.names {
+		p, ops := pr.parts[name], pr.ops[name]
+		m := newSetModel(p)
+		began := time.Now()
+		found := search(m, ops, timeout)
+		if took := time.Since(began); took > res.Slowest {
+			res.Slowest, res.SlowestPartition = took, name
+		}
+		switch found {
+		case linearizable:
+			continue
+		case outOfTime:
+			if res.Verdict == Ok {
+				res.Verdict, res.Partition = Unknown, name
+				res.Description = fmt.Sprintf("partition %s: the check ran out of time (%d operations)", name, len(ops))
+			}
+			continue
+		}
+		// Porcupine searches again for what it shows of the failure: the
+		// longest linearizable prefixes and its interactive view.
+		pm := porcupineModel(m)
+		verdict, info := porcupine.CheckOperationsVerbose(pm, ops, timeout)
+		if verdict == porcupine.Ok {
+			res.Verdict, res.Partition = Unknown, name
+			res.Description = fmt.Sprintf("partition %s: the search found no linearization and porcupine found one: a bug in the checker (%d operations)", name, len(ops))
+			return res
+		}
+		res.Verdict, res.Partition, res.model, res.info = Illegal, name, pm, &info
+		res.Description = describeFailure(p, ops, info)
+		return res
+	}
+	return res
+}
+
+// prepare validates history, checks the answers it refused as invalid, and
+// splits the rest into partitions. It returns false with the verdict when
+// that already decides it.
+func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 	res := Result{Verdict: Ok, Operations: len(history)}
 	if err := Validate(history); err != nil {
 		res.Verdict, res.Err = Unknown, err
-		return res
+		return projection{}, res, false
 	}
 	refused := map[int]bool{}
 	for i, op := range history {
@@ -124,7 +167,7 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 		if _, out := model.Step(model.NewState(), op.Input); out.Err != model.ErrInvalid {
 			res.Verdict = Illegal
 			res.Description = fmt.Sprintf("#%d %s: refused as invalid, but the spec answers %s", i, op, out)
-			return res
+			return projection{}, res, false
 		}
 		refused[i] = true
 	}
@@ -137,32 +180,7 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 			refused[i] = true
 		}
 	}
-	pr := project(history, refused)
-	res.Partitions = len(pr.names)
-	for _, name := range pr.names {
-		p, ops := pr.parts[name], pr.ops[name]
-		m := p.porcupineModel()
-		began := time.Now()
-		verdict := porcupine.CheckOperationsTimeout(m, ops, timeout)
-		if took := time.Since(began); took > res.Slowest {
-			res.Slowest, res.SlowestPartition = took, name
-		}
-		switch verdict {
-		case porcupine.Ok:
-			continue
-		case porcupine.Unknown:
-			if res.Verdict == Ok {
-				res.Verdict, res.Partition = Unknown, name
-				res.Description = fmt.Sprintf("partition %s: the check ran out of time (%d operations)", name, len(ops))
-			}
-			continue
-		}
-		_, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
-		res.Verdict, res.Partition, res.model, res.info = Illegal, name, m, &info
-		res.Description = describeFailure(p, ops, info)
-		return res
-	}
-	return res
+	return project(history, refused), res, true
 }
 
 // pureRead reports whether the call in never changes the model's state:

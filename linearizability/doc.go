@@ -1,5 +1,5 @@
 // Package linearizability checks recorded statekit histories against the
-// sequential specification in package model, with porcupine.
+// sequential specification in package model.
 //
 // A history is a []Op: the verbs clients called (call and return times from
 // one clock all recorders share, the engine time each call used, what it
@@ -12,7 +12,7 @@
 // After a power loss, the state is the one after some prefix of the
 // committed writes that reaches at least the last durable point. A durable
 // point is a FULL write that committed (it makes itself and every earlier
-// commit durable) or a Durable event. The porcupine model of a partition is
+// commit durable) or a Durable event. The model of a partition is
 // therefore nondeterministic: its state is the current state plus the set
 // of candidate states a power loss may roll back to (the state at the last
 // durable point and after each later NORMAL write). A NORMAL write adds a
@@ -26,18 +26,32 @@
 // candidate, so every order of the same commits that passes it is one
 // state, where each order was a set of candidates of its own.
 //
-// Porcupine searches over sets of such states (the partition may be in any
-// of them after the operations linearized so far). The package builds
-// those sets itself rather than with porcupine's NondeterministicModel:
+// # The search
+//
+// Each partition is searched as porcupine searches (Wing and Gong's
+// algorithm as Lowe refined it, caching each pair of operations linearized
+// and states reached), with one rule porcupine cannot know: a read that
+// may come next and that every state the partition may be in answers as
+// recorded is linearized at once, never left for later (search.go says why
+// that loses no linearization). Without it, each such read pending doubled
+// the search, and a key read and written by many goroutines at once ran
+// out of time. When a partition has no linearization, porcupine searches it
+// again for what the failure shows: the longest linearizable prefixes and
+// its interactive view (Result.WriteHTML). Tests give both searches the
+// same histories and require the same verdicts.
+//
+// The search is over sets of such states (the partition may be in any of
+// them after the operations linearized so far). The package builds those
+// sets itself rather than with porcupine's NondeterministicModel:
 // each state and each set is interned, so that equal sets are one pointer
-// for porcupine's cache to compare, and each step taken from a set is
-// remembered on it, since porcupine steps the same set with the same
+// for the search's cache to compare, and each step taken from a set is
+// remembered on it, since the search steps the same set with the same
 // operation again each time it backtracks.
 //
 // # Unknown outcomes
 //
 // An Op with Unknown set (a crash or power loss hid its answer) accepts any
-// answer and may or may not have taken effect. Its porcupine return is after
+// answer and may or may not have taken effect. Its return, for the search, is after
 // every other event, or the time the recorder saw its process dead (Op.Return
 // when greater than Op.Call), and never later than just before the first
 // PowerLoss after its call: nothing a process started runs after the power

@@ -168,13 +168,12 @@ func (p partition) next(s pstate, st *step) []pstate {
 	return []pstate{s.commit(c, st.durable || st.final, st.target)}
 }
 
-// porcupineModel returns p's porcupine model: the nondeterministic model
+// porcupineModel returns m as a porcupine model: the nondeterministic model
 // (next) turned into a deterministic one over sets of states, as
 // porcupine's NondeterministicModel.ToModel does, but with every state and
 // every set kept once (setModel), so that porcupine compares two states by
 // their pointers and a step it took before costs a scan of a short list.
-func (p partition) porcupineModel() porcupine.Model {
-	m := newSetModel(p)
+func porcupineModel(m *setModel) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return m.init },
 		Step: func(state, input, _ any) (bool, any) {
@@ -258,6 +257,18 @@ func (m *setModel) step(s *pset, st *step) *pset {
 	}
 	s.steps = append(s.steps, setEdge{st: st, to: next})
 	return next
+}
+
+// fixes reports whether every state of s takes st and is left as it was.
+func (m *setModel) fixes(s *pset, st *step) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, x := range s.members {
+		if next := m.stateNext(x, st); len(next) != 1 || next[0] != x {
+			return false
+		}
+	}
+	return true
 }
 
 // stateNext returns p.next(*x, st), interned. Callers hold mu.

@@ -1,0 +1,169 @@
+package linearizability
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/statekit/statekit/model"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// The search gives porcupine's verdict on every partition of histories of
+// a correct store and of the same with one known answer changed to another
+// answer recorded on its key (a stale or future read, a token handed out
+// twice): with the rule that linearizes reads at once and without it.
+func TestSearchAgreesWithPorcupine(t *testing.T) {
+	verdicts := map[outcome]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		history := run(t)
+		if rapid.Bool().Draw(t, "corrupt") {
+			corruptWithAnotherAnswer(t, history)
+		}
+		pr, res, ok := prepare(history, true)
+		if !ok {
+			require.NoError(t, res.Err)
+			return
+		}
+		for _, name := range pr.names {
+			p, ops := pr.parts[name], pr.ops[name]
+			want := notLinearizable
+			if porcupine.CheckOperations(porcupineModel(newSetModel(p)), ops) {
+				want = linearizable
+			}
+			eager, _ := searchWith(newSetModel(p), ops, 0, true)
+			plain, _ := searchWith(newSetModel(p), ops, 0, false)
+			require.Equal(t, want, eager, "partition %s, with the rule", name)
+			require.Equal(t, want, plain, "partition %s, without it", name)
+			verdicts[want]++
+		}
+	})
+	require.Positive(t, verdicts[linearizable])
+	require.Positive(t, verdicts[notLinearizable])
+}
+
+// Small histories on one key with answers drawn at random, most of them
+// not linearizable, with outcomes lost and power losses: the search gives
+// porcupine's verdict on each, with the rule and without it.
+func TestSearchAgreesWithPorcupineOnRandomAnswers(t *testing.T) {
+	verdicts := map[outcome]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		history := drawHistory(t)
+		pr, res, ok := prepare(history, true)
+		require.True(t, ok, "%v", res.Err)
+		for _, name := range pr.names {
+			p, ops := pr.parts[name], pr.ops[name]
+			want := notLinearizable
+			if porcupine.CheckOperations(porcupineModel(newSetModel(p)), ops) {
+				want = linearizable
+			}
+			eager, _ := searchWith(newSetModel(p), ops, 0, true)
+			plain, _ := searchWith(newSetModel(p), ops, 0, false)
+			require.Equal(t, want, eager, "partition %s, with the rule", name)
+			require.Equal(t, want, plain, "partition %s, without it", name)
+			verdicts[want]++
+		}
+	})
+	require.Positive(t, verdicts[linearizable])
+	require.Positive(t, verdicts[notLinearizable])
+}
+
+// drawHistory draws up to 12 calls on key a over overlapping intervals,
+// each answering one of a few values at random, some lost, some FULL, and
+// up to two power losses (a call running across one is lost).
+func drawHistory(t *rapid.T) []Op {
+	var losses []int64
+	var history []Op
+	for range rapid.IntRange(0, 2).Draw(t, "power losses") {
+		at := rapid.Int64Range(1, 40).Draw(t, "power loss at")
+		losses = append(losses, at)
+		history = append(history, PowerLossAt(at))
+	}
+	for c := range rapid.IntRange(1, 12).Draw(t, "calls") {
+		call := rapid.Int64Range(0, 40).Draw(t, "call")
+		ret := call + rapid.Int64Range(0, 12).Draw(t, "length")
+		value := func(label string) model.Value { return model.Int(rapid.Int64Range(1, 3).Draw(t, label)) }
+		var in model.Input
+		var out model.Output
+		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		case 0:
+			in, out = set("a", value("set")), ok
+		case 1:
+			in, out = incr("a"), n(rapid.Int64Range(1, 4).Draw(t, "incr answer"))
+		case 2:
+			in, out = model.Input{Kind: model.Del, Keys: []string{"a"}}, n(rapid.Int64Range(0, 1).Draw(t, "del answer"))
+		default:
+			in, out = get("a"), val(value("get answer"))
+			if rapid.Bool().Draw(t, "get absent") {
+				out = notFound
+			}
+		}
+		op := do(c, call, ret, t0, in, out)
+		for _, at := range losses {
+			if call < at && at <= ret {
+				op.Unknown = true
+			}
+		}
+		if op.Unknown || rapid.IntRange(0, 5).Draw(t, "lost") == 0 {
+			op = unknown(c, call, t0, in)
+		}
+		if rapid.IntRange(0, 3).Draw(t, "full") == 0 {
+			op = full(op)
+		}
+		history = append(history, op)
+	}
+	return history
+}
+
+// corruptWithAnotherAnswer gives one known Get or Lease of history the
+// answer another call of the same kind on the same key or name gave, when
+// it differs.
+func corruptWithAnotherAnswer(t *rapid.T, history []Op) {
+	byKey := map[string][]int{}
+	var keys []string
+	for i, op := range history {
+		if op.Event != Verb || op.Unknown || op.Output.Err != model.ErrNone {
+			continue
+		}
+		if k := op.Input.Kind; k != model.Get && k != model.Lease {
+			continue
+		}
+		key := op.Input.Kind.String() + " " + op.Input.Key
+		if byKey[key] == nil {
+			keys = append(keys, key)
+		}
+		byKey[key] = append(byKey[key], i)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	calls := byKey[rapid.SampledFrom(keys).Draw(t, "key")]
+	i := rapid.SampledFrom(calls).Draw(t, "target")
+	j := rapid.SampledFrom(calls).Draw(t, "answer from")
+	history[i].Output = history[j].Output
+}
+
+// Reads that overlap one another and answer what every state answers are
+// linearized as they come: without the rule, a search that finds no
+// linearization reaches a pair for every subset of them first.
+func TestEagerReadsPruneTheSearch(t *testing.T) {
+	const reads = 12
+	history := []Op{do(0, 1, 2, t0, set("a", model.Int(7)), model.Output{})}
+	for c := 1; c <= reads; c++ {
+		history = append(history, do(c, 10+int64(c), 100, t0, get("a"), val(model.Int(7))))
+	}
+	// Called before the reads, the Incr is tried first each time.
+	history = append(history, do(reads+1, 5, 60, t0, incr("a"), n(8)))
+	history = append(history, do(0, 110, 120, t0, get("a"), val(model.Int(9))))
+	pr, _, ok := prepare(history, true)
+	require.True(t, ok)
+	p, ops := pr.parts["k:a"], pr.ops["k:a"]
+
+	eager, eagerPairs := searchWith(newSetModel(p), ops, time.Minute, true)
+	plain, plainPairs := searchWith(newSetModel(p), ops, time.Minute, false)
+	require.Equal(t, notLinearizable, eager)
+	require.Equal(t, notLinearizable, plain)
+	require.LessOrEqual(t, eagerPairs, reads+3, "with the rule")
+	require.GreaterOrEqual(t, plainPairs, 1<<reads, "without it")
+}
