@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/statekit/statekit/model"
 )
 
 // outcome is what a partition's search found.
@@ -26,22 +27,24 @@ const (
 // linearized and the set of states they leave that was reached before is
 // not searched again; when no call can come next, the last one linearized
 // is undone and the search goes on from the call after it. It adds one
-// rule, which porcupine has no way to know: a read (Get, TTL, an Update
-// that only reads) that may come next and that every state of the set
-// answers as recorded, leaving each as it was, is linearized at once, and
-// no branch leaves it for later.
+// rule, which porcupine has no way to know: a call that its answer says
+// changed nothing (a read, or a write that wrote nothing: a CAS that did
+// not swap, a failed IncrBy or lease verb; model.Unchanged), that may come
+// next, and that every state of the set answers as recorded, leaving each
+// as it was, is linearized at once, and no branch leaves it for later.
 //
 // The rule loses no linearization. Say some linearization from here puts
-// such a read R after operations A1..Ak. R may come next, so none of
+// such a call R after operations A1..Ak. R may come next, so none of
 // A1..Ak returned before R was called, and R, A1..Ak, the rest is in real-
 // time order too. From here R changes nothing, so A1..Ak leave the same
 // set as before. Later in the order R could only have removed states
-// from the set (a read keeps or drops each), or, once no power loss can
-// come after it, dropped the rows a power loss could have rolled back to,
-// which nothing after it reads. So whatever followed R can still follow.
-// Without the rule each such read pending doubles the pairs a search can
-// reach (linearized yet, or not), and a key that many goroutines read and
-// write at once ran out of time.
+// from the set (wherever R answers as recorded it changes nothing, so it
+// keeps or drops each), or, once no power loss can come after it, dropped
+// the rows a power loss could have rolled back to, which nothing after it
+// reads. So whatever followed R can still follow. Without the rule each
+// such call pending doubles the pairs a search can reach (linearized yet,
+// or not), and a key that many goroutines read and write at once ran out
+// of time.
 func search(m *setModel, ops []porcupine.Operation, timeout time.Duration) outcome {
 	found, _ := searchWith(m, ops, timeout, true)
 	return found
@@ -67,7 +70,7 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 	seen := map[uint64][]seenPair{}
 	state := m.init
 
-	// force linearizes every read the rule takes from the current set.
+	// force linearizes every call the rule takes from the current set.
 	force := func() {
 		if !eager {
 			return
@@ -146,7 +149,7 @@ type searchList struct {
 	opOf       []int // by node: the operation
 	call       []bool
 	steps      []*step
-	reads      []bool // by operation: a read the rule may linearize at once
+	reads      []bool // by operation: a call the rule may linearize at once
 }
 
 func newSearchList(ops []porcupine.Operation) *searchList {
@@ -191,7 +194,8 @@ func newSearchList(ops []porcupine.Operation) *searchList {
 	for i, op := range ops {
 		st := op.Input.(*step)
 		s.steps[i] = st
-		s.reads[i] = st.event == Verb && !st.unknown && pureRead(st.in)
+		s.reads[i] = st.event == Verb && !st.unknown &&
+			(pureRead(st.in) || st.check && st.subCheck == nil && model.Unchanged(st.in, st.want))
 	}
 	return s
 }

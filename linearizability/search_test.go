@@ -43,8 +43,8 @@ func TestSearchAgreesWithPorcupine(t *testing.T) {
 	require.Positive(t, verdicts[notLinearizable])
 }
 
-// Small histories on one key with answers drawn at random, most of them
-// not linearizable, with outcomes lost and power losses: the search gives
+// Small histories on one key with answers drawn at random (writes that
+// say they wrote nothing among them), most of them not linearizable, with outcomes lost and power losses: the search gives
 // porcupine's verdict on each, with the rule and without it.
 func TestSearchAgreesWithPorcupineOnRandomAnswers(t *testing.T) {
 	verdicts := map[outcome]int{}
@@ -69,9 +69,10 @@ func TestSearchAgreesWithPorcupineOnRandomAnswers(t *testing.T) {
 	require.Positive(t, verdicts[notLinearizable])
 }
 
-// drawHistory draws up to 12 calls on key a over overlapping intervals,
-// each answering one of a few values at random, some lost, some FULL, and
-// up to two power losses (a call running across one is lost).
+// drawHistory draws up to 12 calls on key a over overlapping intervals, at
+// engine times a few milliseconds apart with TTLs as short, each answering
+// one of a few answers at random, some lost, some FULL, and up to two power
+// losses (a call running across one is lost).
 func drawHistory(t *rapid.T) []Op {
 	var losses []int64
 	var history []Op
@@ -84,29 +85,50 @@ func drawHistory(t *rapid.T) []Op {
 		call := rapid.Int64Range(0, 40).Draw(t, "call")
 		ret := call + rapid.Int64Range(0, 12).Draw(t, "length")
 		value := func(label string) model.Value { return model.Int(rapid.Int64Range(1, 3).Draw(t, label)) }
+		ttl := rapid.Int64Range(0, 3).Draw(t, "ttl")
 		var in model.Input
 		var out model.Output
-		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		switch rapid.IntRange(0, 6).Draw(t, "kind") {
 		case 0:
 			in, out = set("a", value("set")), ok
+			if rapid.IntRange(0, 4).Draw(t, "text") == 0 {
+				in.Value = model.Bytes("x")
+			}
+			in.TTLMillis = ttl
 		case 1:
 			in, out = incr("a"), n(rapid.Int64Range(1, 4).Draw(t, "incr answer"))
+			if rapid.IntRange(0, 4).Draw(t, "not an integer") == 0 {
+				out = model.Output{Err: model.ErrNotInteger}
+			}
 		case 2:
 			in, out = model.Input{Kind: model.Del, Keys: []string{"a"}}, n(rapid.Int64Range(0, 1).Draw(t, "del answer"))
+		case 3:
+			expected, swapped := value("expected"), value("swapped")
+			in = model.Input{Kind: model.CAS, Key: "a", Expected: &expected, New: &swapped}
+			out = model.Output{OK: rapid.Bool().Draw(t, "cas answer")}
+		case 4:
+			in = model.Input{Kind: model.Expire, Key: "a", TTLMillis: ttl}
+			out = model.Output{OK: rapid.Bool().Draw(t, "expire answer")}
+		case 5:
+			in, out = model.Input{Kind: model.TTL, Key: "a"}, notFound
+			if rapid.Bool().Draw(t, "ttl found") {
+				out = model.Output{TTLMillis: rapid.Int64Range(1, 3).Draw(t, "ttl answer")}
+			}
 		default:
 			in, out = get("a"), val(value("get answer"))
 			if rapid.Bool().Draw(t, "get absent") {
 				out = notFound
 			}
 		}
-		op := do(c, call, ret, t0, in, out)
+		now := t0 + rapid.Int64Range(0, 4).Draw(t, "now")
+		op := do(c, call, ret, now, in, out)
 		for _, at := range losses {
 			if call < at && at <= ret {
 				op.Unknown = true
 			}
 		}
 		if op.Unknown || rapid.IntRange(0, 5).Draw(t, "lost") == 0 {
-			op = unknown(c, call, t0, in)
+			op = unknown(c, call, now, in)
 		}
 		if rapid.IntRange(0, 3).Draw(t, "full") == 0 {
 			op = full(op)

@@ -93,3 +93,27 @@ func TestStepProperties(t *testing.T) {
 		}
 	})
 }
+
+// Unchanged holds only where Step leaves the state as it was: on random
+// states and calls, every call it reports unchanged by its answer changed
+// nothing, and it reports some of each kind of answer that changes nothing.
+func TestUnchangedChangesNothing(t *testing.T) {
+	unchanged := map[Kind]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		s := NewState()
+		nowMillis := int64(1000)
+		for range rapid.IntRange(1, 60).Draw(t, "steps") {
+			nowMillis += rapid.Int64Range(0, 8).Draw(t, "advance")
+			in := genSmallInput(t, nowMillis, 1)
+			next, out := Step(s, in)
+			if Unchanged(in, out) {
+				unchanged[in.Kind]++
+				require.True(t, Equal(s, next), "%s changed the state: %s -> %s", Describe(in, out), s, next)
+			}
+			s = next
+		}
+	})
+	for _, k := range []Kind{Get, TTL, Sweep, CAS, Expire, IncrBy, Lease, Renew, Release, Update, Flush} {
+		require.Positive(t, unchanged[k], "no %s was unchanged by its answer", k)
+	}
+}
