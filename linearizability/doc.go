@@ -30,12 +30,14 @@
 //
 // Each partition is searched as porcupine searches (Wing and Gong's
 // algorithm as Lowe refined it, caching each pair of operations linearized
-// and states reached), with one rule porcupine cannot know: a read that
-// may come next and that every state the partition may be in answers as
-// recorded is linearized at once, never left for later (search.go says why
-// that loses no linearization). Without it, each such read pending doubled
-// the search, and a key read and written by many goroutines at once ran
-// out of time. When a partition has no linearization, porcupine searches it
+// and states reached), with one rule porcupine cannot know: an operation
+// that may come next and leaves every state the partition may be in as it
+// was (a read answering as each state would, a write whose answer says it
+// wrote nothing, a durable point with nothing to make durable) is
+// linearized at once, never left for later (search.go says why that loses
+// no linearization). Without it, each such operation pending doubled the
+// search, and a key read and written by many goroutines at once ran out of
+// time. When a partition has no linearization, porcupine searches it
 // again for what the failure shows: the longest linearizable prefixes and
 // its interactive view (Result.WriteHTML). Tests give both searches the
 // same histories and require the same verdicts.

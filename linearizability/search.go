@@ -27,24 +27,25 @@ const (
 // linearized and the set of states they leave that was reached before is
 // not searched again; when no call can come next, the last one linearized
 // is undone and the search goes on from the call after it. It adds one
-// rule, which porcupine has no way to know: a call that its answer says
-// changed nothing (a read, or a write that wrote nothing: a CAS that did
-// not swap, a failed IncrBy or lease verb; model.Unchanged), that may come
-// next, and that every state of the set answers as recorded, leaving each
+// rule, which porcupine has no way to know: an operation that its answer
+// says changes nothing (a read, or a write that wrote nothing: a CAS that
+// did not swap, a failed IncrBy or lease verb; model.Unchanged), or a
+// durable point, that may come next and that leaves every state of the set
 // as it was, is linearized at once, and no branch leaves it for later.
 //
 // The rule loses no linearization. Say some linearization from here puts
-// such a call R after operations A1..Ak. R may come next, so none of
+// such an operation R after operations A1..Ak. R may come next, so none of
 // A1..Ak returned before R was called, and R, A1..Ak, the rest is in real-
 // time order too. From here R changes nothing, so A1..Ak leave the same
-// set as before. Later in the order R could only have removed states
-// from the set (wherever R answers as recorded it changes nothing, so it
-// keeps or drops each), or, once no power loss can come after it, dropped
-// the rows a power loss could have rolled back to, which nothing after it
-// reads. So whatever followed R can still follow. Without the rule each
-// such call pending doubles the pairs a search can reach (linearized yet,
-// or not), and a key that many goroutines read and write at once ran out
-// of time.
+// set as before, T. Where it stood, R took T to a set U whose every state
+// is one of T's (a call answering as recorded changes nothing, so it keeps
+// or drops each), or one of T's with fewer of the rows a power loss could
+// roll back to (a durable point, or any operation once no power loss can
+// come after it). A state with more of those rows and the same current row
+// can take every step the other can, and reach as much, so whatever
+// followed U can follow T. Without the rule each such operation pending
+// doubles the pairs a search can reach (linearized yet, or not), and a key
+// that many goroutines read and write at once ran out of time.
 func search(m *setModel, ops []porcupine.Operation, timeout time.Duration) outcome {
 	found, _ := searchWith(m, ops, timeout, true)
 	return found
@@ -70,14 +71,14 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 	seen := map[uint64][]seenPair{}
 	state := m.init
 
-	// force linearizes every call the rule takes from the current set.
+	// force linearizes every operation the rule takes from the current set.
 	force := func() {
 		if !eager {
 			return
 		}
 		for n := s.next[0]; n >= 0 && s.isCall(n); n = s.next[n] {
 			op := s.op(n)
-			if s.reads[op] && m.fixes(state, s.steps[op]) {
+			if s.eager[op] && m.fixes(state, s.steps[op]) {
 				s.lift(op)
 				linearized.set(op)
 				stack = append(stack, frame{op: op, before: state, forced: true})
@@ -149,7 +150,7 @@ type searchList struct {
 	opOf       []int // by node: the operation
 	call       []bool
 	steps      []*step
-	reads      []bool // by operation: a call the rule may linearize at once
+	eager      []bool // by operation: one the rule may linearize at once
 }
 
 func newSearchList(ops []porcupine.Operation) *searchList {
@@ -176,7 +177,7 @@ func newSearchList(ops []porcupine.Operation) *searchList {
 		next: make([]int, nodes), prev: make([]int, nodes),
 		node: make([]int, len(ops)), ret: make([]int, len(ops)),
 		opOf: make([]int, nodes), call: make([]bool, nodes),
-		steps: make([]*step, len(ops)), reads: make([]bool, len(ops)),
+		steps: make([]*step, len(ops)), eager: make([]bool, len(ops)),
 	}
 	for i := range nodes {
 		s.next[i], s.prev[i] = i+1, i-1
@@ -194,7 +195,7 @@ func newSearchList(ops []porcupine.Operation) *searchList {
 	for i, op := range ops {
 		st := op.Input.(*step)
 		s.steps[i] = st
-		s.reads[i] = st.event == Verb && !st.unknown &&
+		s.eager[i] = st.event == Durable || st.event == Verb && !st.unknown &&
 			(pureRead(st.in) || st.check && st.subCheck == nil && model.Unchanged(st.in, st.want))
 	}
 	return s

@@ -71,8 +71,8 @@ func TestSearchAgreesWithPorcupineOnRandomAnswers(t *testing.T) {
 
 // drawHistory draws up to 12 calls on key a over overlapping intervals, at
 // engine times a few milliseconds apart with TTLs as short, each answering
-// one of a few answers at random, some lost, some FULL, and up to two power
-// losses (a call running across one is lost).
+// one of a few answers at random, some lost, some FULL, with up to two
+// power losses (a call running across one is lost) and two durable points.
 func drawHistory(t *rapid.T) []Op {
 	var losses []int64
 	var history []Op
@@ -80,6 +80,10 @@ func drawHistory(t *rapid.T) []Op {
 		at := rapid.Int64Range(1, 40).Draw(t, "power loss at")
 		losses = append(losses, at)
 		history = append(history, PowerLossAt(at))
+	}
+	for range rapid.IntRange(0, 2).Draw(t, "durable points") {
+		call := rapid.Int64Range(0, 40).Draw(t, "durable from")
+		history = append(history, DurableWithin(call, call+rapid.Int64Range(0, 20).Draw(t, "durable for")))
 	}
 	for c := range rapid.IntRange(1, 12).Draw(t, "calls") {
 		call := rapid.Int64Range(0, 40).Draw(t, "call")
