@@ -84,7 +84,7 @@ type Config struct {
 	Rates Rates
 	// Bugs are the planted bugs compiled into the engine for this run.
 	Bugs bugs.Set
-	// CheckTimeout bounds porcupine's search per partition; a partition
+	// CheckTimeout bounds the linearizability search per partition; a partition
 	// that runs out is reported as a violation, never skipped.
 	CheckTimeout time.Duration
 	// Trace, when not nil, receives one line per event of the run.
@@ -155,7 +155,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.IntVar(&c.Procs, "procs", c.Procs, fmt.Sprintf("most simulated processes; each seed draws 1..procs (1..%d)", MaxProcs))
 	fs.IntVar(&c.Goroutines, "goroutines", c.Goroutines, fmt.Sprintf("most client goroutines per process; each start draws 1..goroutines (1..%d)", MaxGoroutines))
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
-	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "porcupine's time limit per partition (0: none)")
+	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "the linearizability search's time limit per partition (0: none)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
 	for _, r := range c.Rates.list() {

@@ -13,7 +13,7 @@ import (
 
 // The checks, as Violation.Check names them.
 const (
-	CheckLinearizability = "linearizability" // porcupine over the history, with the durability model
+	CheckLinearizability = "linearizability" // package linearizability over the history, with the durability model
 	CheckFencing         = "fencing"         // tokens unique and increasing per lease; the resource never went back
 	CheckClock           = "clock"           // engine time vs true time and the high-water mark
 	CheckIntegrity       = "integrity"       // integrity_check and the invariants after every recovery
@@ -120,7 +120,7 @@ func (w *world) report(complete bool) *Report {
 	}
 }
 
-// checkLinearizability runs porcupine over the history.
+// checkLinearizability runs package linearizability over the history.
 func (w *world) checkLinearizability() {
 	res := linearizability.Check(w.history, w.cfg.CheckTimeout)
 	w.lin = res

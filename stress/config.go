@@ -65,7 +65,7 @@ type Config struct {
 	// against Redis): it bounds the history of one key, and with it the
 	// time and memory the check takes.
 	EpochEvery time.Duration
-	// CheckTimeout bounds porcupine's search per partition
+	// CheckTimeout bounds the linearizability search per partition
 	// (DefaultCheckTimeout if 0). A partition that runs out is a violation.
 	CheckTimeout time.Duration
 	// Exe is the binary to re-execute as a worker (os.Executable() if
@@ -154,9 +154,9 @@ const (
 	DefaultEpochEvery   = 5 * time.Second
 	// DefaultRedisEpochEvery is EpochEvery's default against Redis,
 	// where a call whose reply was lost may have run at any millisecond
-	// of a window (linearizability.Op.NowLatest), each a state porcupine
+	// of a window (linearizability.Op.NowLatest), each a state the check
 	// keeps: with server kills, a 5 s epoch's busiest key ran out of
-	// porcupine's minute where a 2 s epoch's checked in seconds.
+	// the check's minute where a 2 s epoch's checked in seconds.
 	DefaultRedisEpochEvery = 2 * time.Second
 	// DefaultServerKillEvery is Redis.KillEvery's default.
 	DefaultServerKillEvery = 2 * time.Second

@@ -25,9 +25,9 @@
 // the engine's flush and sweep observers, each as an op of a client of its
 // own; callers note each buffered increment before they make it. Errors
 // the model has no kind for are noted with their text. When the run ends,
-// Run checks (package checks holds the checks beside porcupine):
+// Run checks (package checks holds the checks beside linearizability):
 //
-//   - the whole history with package linearizability (porcupine over
+//   - the whole history with package linearizability (a search against
 //     package model, partitioned by key);
 //   - fencing tokens: no token granted to two owners, a grant that starts
 //     after another returned never gets a lower token (grants inside an
@@ -50,7 +50,7 @@
 // # Time
 //
 // A verb's answer depends on the engine's now (deadlines, TTLs, lease
-// expiry), and porcupine compares answers exactly, so each recorded call
+// expiry), and the linearizability check compares answers exactly, so each recorded call
 // carries the exact now the engine used, as the engine reported it. The
 // processes' engine clocks disagree with each other (each starts from the
 // wall clock or the file's high-water mark at its open); the checks need
@@ -72,7 +72,7 @@
 // certainly expired, however fast or slow the machine.
 //
 // The key space is tiny, and changes every Config.EpochEvery: a key's
-// history stays short however long the run, since porcupine's time and
+// history stays short however long the run, since the check's time and
 // memory grow faster than the history of one key.
 //
 // # Redis

@@ -11,7 +11,7 @@ import (
 
 // Kinds of violation, for Violation.Kind.
 const (
-	// KindLinearizability: porcupine found no linearization of a
+	// KindLinearizability: the check found no linearization of a
 	// partition (or ran out of time on one).
 	KindLinearizability = "linearizability"
 	// KindDuplicateToken: one fencing token went to two owners, or the
@@ -97,7 +97,7 @@ type Report struct {
 	// largest minus the smallest difference between a call's now and its
 	// CLOCK_MONOTONIC call time.
 	ClockSpread time.Duration
-	// Linearizability is the porcupine verdict line, and CheckTime how long
+	// Linearizability is the linearizability verdict line, and CheckTime how long
 	// it took.
 	Linearizability string
 	CheckTime       time.Duration

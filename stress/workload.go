@@ -11,7 +11,7 @@ import (
 
 // The key space: small, so that processes collide on every key. Each epoch
 // of the run (Config.EpochEvery) has keys of its own, "e<epoch>/<key>", so
-// that the history of one key, which porcupine checks in time and memory
+// that the history of one key, which takes the linearizability check time and memory
 // that grow faster than its length, stays short however long the run.
 var (
 	// plainKeys take every key verb, transactions and buffered increments.
