@@ -320,6 +320,9 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 			epochs[e] = true
 		}
 	}
+	if d.redis != nil {
+		history = widenUnknownTimes(history)
+	}
 	partitions := 0
 	for _, e := range slices.Sorted(maps.Keys(epochs)) {
 		var ops []linearizability.Op // in call order, as history is
@@ -327,9 +330,6 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 			if op, ok := inEpoch(op, e); ok {
 				ops = append(ops, op)
 			}
-		}
-		if d.redis != nil {
-			widenUnknownTimes(ops)
 		}
 		res := linearizability.Check(ops, d.cfg.CheckTimeout)
 		partitions += res.Partitions

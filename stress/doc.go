@@ -102,8 +102,13 @@
 // the server was seen dead, if earlier. Its server time is not bounded by
 // its end, though: a call that timed out on a slow server stays in the
 // server's input buffer and runs later (seen: 133 ms after the client gave
-// up, behind a slow fsync). The check lets such a write take effect at any
-// millisecond from 2 ms before its estimate to 200 ms after it
+// up, behind a slow fsync; 223 ms after its estimate on a loaded machine).
+// What bounds it is any call made after its client gave up: the server
+// reads every client with input in each turn of its event loop, so it ran
+// the lost call no later than that turn. The check lets such a write take
+// effect at any millisecond from 2 ms before its estimate to 100 ms after
+// the least server time of the calls made once its client gave up (its
+// client's next call, or its process's death)
 // (linearizability.Op.NowLatest), each a state of its own until later
 // answers tell them apart.
 //

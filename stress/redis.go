@@ -1,9 +1,11 @@
 package stress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -288,30 +290,83 @@ func readCounters(ctx context.Context, r *Report, db *state.DB, counters []strin
 
 // On Redis the time an op ran at comes with its answer, so an op whose
 // answer was lost is journalled at an estimate of the server's time at its
-// call. windowSlackMillis widens its window before (the estimate may be
-// off by a little); windowMillis is how long after its call the server may
-// still have run it: the client's end is no bound, since a call that timed
-// out on a slow server stays in the server's input buffer and runs later
-// (seen: 133 ms after the client gave up, behind a slow fsync).
+// call, and ran, if at all, at some later server time. Its client's end is
+// no bound on that: a call that timed out on a slow server stays in the
+// server's input buffer and runs later (seen: 133 ms after the client gave
+// up behind a slow fsync, and 223 ms after its estimate on a machine
+// running three stress runs on two cores). What bounds it is a call sent
+// after the client gave up: its bytes reached the server after the lost
+// call's did, and the server reads every client that has input in each
+// turn of its event loop, so by the time it ran the later call it had run
+// the lost one, earlier in that turn or a turn before, or later in the same
+// turn, turnSlackMillis at most. estimateSlackMillis widens the window
+// before the estimate (the estimate is read just before the call is sent).
 const (
-	windowSlackMillis = 2
-	windowMillis      = 200
+	estimateSlackMillis = 2
+	turnSlackMillis     = 100
 )
 
-// widenUnknownTimes gives each op whose answer was lost, and which may
-// write, the window of server times it may have run at: from its estimate
-// less the slack to windowMillis past it. The check lets it take effect at
-// any of them (linearizability.Op.NowLatest).
-func widenUnknownTimes(ops []linearizability.Op) {
-	for i := range ops {
-		op := &ops[i]
+// widenUnknownTimes returns history with each op whose answer was lost,
+// and which may write, given the window of server times it may have run at
+// (linearizability.Op.NowLatest), each of which the check lets it take
+// effect at: from its estimate less estimateSlackMillis to the server time
+// of the first call, of any client, made after its client gave up (its
+// client's next call, or the time its process was seen dead), plus
+// turnSlackMillis. With no such call (the run ended first), the window
+// ends turnSlackMillis after the latest server time of the run. history is
+// in call order; it is not changed.
+func widenUnknownTimes(history []linearizability.Op) []linearizability.Op {
+	out := slices.Clone(history)
+	// gaveUp[i]: by when op i's client had given up on it.
+	gaveUp := make([]int64, len(out))
+	last := map[int]int{} // client -> index of its latest op so far
+	for i, op := range out {
+		gaveUp[i] = math.MaxInt64
+		if op.Event != linearizability.Verb {
+			continue
+		}
+		if op.Unknown && op.Return > op.Call {
+			gaveUp[i] = op.Return // its process was seen dead then
+		}
+		if j, ok := last[op.Client]; ok {
+			gaveUp[j] = min(gaveUp[j], op.Call)
+		}
+		last[op.Client] = i
+	}
+	// known: the calls whose server time is known, in call order, and
+	// firstAfter[k] the least server time of known[k:].
+	var known []linearizability.Op
+	var latest int64
+	for _, op := range out {
+		if op.Event == linearizability.Verb && !op.Unknown && op.Input.NowMillis != 0 {
+			known = append(known, op)
+			latest = max(latest, op.Input.NowMillis)
+		}
+	}
+	firstAfter := make([]int64, len(known)+1)
+	firstAfter[len(known)] = latest
+	for k := len(known) - 1; k >= 0; k-- {
+		firstAfter[k] = known[k].Input.NowMillis
+		if k+1 < len(known) {
+			firstAfter[k] = min(firstAfter[k], firstAfter[k+1])
+		}
+	}
+	for i := range out {
+		op := &out[i]
 		if op.Event != linearizability.Verb || !op.Unknown || op.Input.NowMillis == 0 || !writes(op.Input) {
 			continue
 		}
 		est := op.Input.NowMillis
-		op.Input.NowMillis = est - windowSlackMillis
-		op.NowLatest = est + windowMillis
+		k := len(known)
+		if gaveUp[i] != math.MaxInt64 {
+			k, _ = slices.BinarySearchFunc(known, gaveUp[i], func(c linearizability.Op, t int64) int {
+				return cmp.Compare(c.Call, t) // the first call from t on
+			})
+		}
+		op.Input.NowMillis = est - estimateSlackMillis
+		op.NowLatest = max(firstAfter[k], est) + turnSlackMillis
 	}
+	return out
 }
 
 // writes reports whether in may change the store (an unknown read changes

@@ -93,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the workload and kill schedule")
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
-	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "porcupine's time limit per partition")
+	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition")
 	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory); with -redis or -redis-url the default is "+stress.DefaultRedisEpochEvery.String())
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
