@@ -193,6 +193,7 @@ func porcupineModel(m *setModel) porcupine.Model {
 type pset struct {
 	members []*pstate
 	h       uint64    // of the members' hashes, in order
+	id      uint32    // the order in which the check met it
 	steps   []setEdge // the steps taken from this set; guarded by setModel.mu
 }
 
@@ -220,6 +221,7 @@ type setModel struct {
 	sets   map[uint64][]*pset   // interned sets, by hash
 	next   map[stateStep][]*pstate
 	init   *pset
+	nsets  uint32 // sets met so far
 }
 
 type stateStep struct {
@@ -312,7 +314,8 @@ func (m *setModel) internSet(members []*pstate) *pset {
 			return s
 		}
 	}
-	s := &pset{members: slices.Clip(members), h: uint64(h)}
+	m.nsets++
+	s := &pset{members: slices.Clip(members), h: uint64(h), id: m.nsets}
 	m.sets[s.h] = append(m.sets[s.h], s)
 	return s
 }

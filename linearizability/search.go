@@ -67,8 +67,8 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 		forced bool
 	}
 	var stack []frame
-	linearized := newBits(len(ops))
-	seen := map[uint64][]seenPair{}
+	linearized := newLinearizedSet(len(ops))
+	seen := newSeenPairs(len(ops))
 	state := m.init
 
 	// force linearizes every operation the rule takes from the current set.
@@ -103,7 +103,7 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 	n := s.next[0]
 	for iter := 0; s.next[0] >= 0; iter++ {
 		if iter&1023 == 0 && !deadline.IsZero() && time.Now().After(deadline) {
-			return outOfTime, len(seen)
+			return outOfTime, seen.len()
 		}
 		if s.isCall(n) {
 			op := s.op(n)
@@ -118,7 +118,7 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 			stack = append(stack, frame{op: op, before: state})
 			state = next
 			force()
-			if seenBefore(seen, linearized, state) {
+			if seen.add(linearized, state) {
 				n = undo(mark)
 				continue
 			}
@@ -131,11 +131,11 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 			last--
 		}
 		if last < 0 {
-			return notLinearizable, len(seen)
+			return notLinearizable, seen.len()
 		}
 		n = undo(last)
 	}
-	return linearizable, len(seen)
+	return linearizable, seen.len()
 }
 
 // searchList is the doubly linked list of a search: node 0 is the head,
@@ -230,38 +230,4 @@ func (s *searchList) restore(n int) {
 	if s.next[n] >= 0 {
 		s.prev[s.next[n]] = n
 	}
-}
-
-// bits is a set of operations, by index.
-type bits []uint64
-
-func newBits(n int) bits   { return make(bits, (n+63)/64) }
-func (b bits) set(i int)   { b[i/64] |= 1 << (i % 64) }
-func (b bits) clear(i int) { b[i/64] &^= 1 << (i % 64) }
-func (b bits) hash() uint64 {
-	h := fnv64(fnvOffset)
-	for _, w := range b {
-		h.int(int64(w))
-	}
-	return uint64(h)
-}
-
-// seenPair is a pair of operations linearized and the set they left that a
-// search reached.
-type seenPair struct {
-	linearized bits
-	state      *pset
-}
-
-// seenBefore reports whether the search reached linearized and state
-// before, and remembers them if not.
-func seenBefore(seen map[uint64][]seenPair, linearized bits, state *pset) bool {
-	h := linearized.hash() ^ state.h
-	for _, p := range seen[h] {
-		if p.state == state && slices.Equal(p.linearized, linearized) {
-			return true
-		}
-	}
-	seen[h] = append(seen[h], seenPair{slices.Clone(linearized), state})
-	return false
 }
