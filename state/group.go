@@ -37,15 +37,16 @@ import (
 // Lease grants group too: a grant must commit with synchronous=FULL, which
 // syncs the WAL and with it every commit before it, so grants called at the
 // same moment share one FULL commit (one sync) instead of each waiting for
-// its own. A grant in a group makes the whole group FULL: the connection is
+// its own. The other verbs of such a group commit first, NORMAL, in a
+// transaction of their own, and are answered; then the grants, with the
+// verbs queued meanwhile, commit FULL (grantsplit.go): the connection is
 // switched to synchronous=FULL before BEGIN (it cannot change inside a
-// transaction) and back after COMMIT, and no verb of the group, a grant
-// least of all, is answered before that COMMIT, and so its sync, is done. A
-// grant alone in the queue commits FULL in autocommit, as before. Renew and
-// Release group as the simple writes do (NORMAL unless a grant is in the
-// group). A grant's ErrLeaseHeld, and Renew's and Release's ErrLeaseLost,
-// stay with their verb, as ErrNotInteger does: the statement changed
-// nothing.
+// transaction) and back after COMMIT, and no verb of that transaction, a
+// grant least of all, is answered before its COMMIT, and so its sync, is
+// done. A grant alone in the queue commits FULL in autocommit, as before.
+// Renew and Release group as the simple writes do (NORMAL). A grant's
+// ErrLeaseHeld, and Renew's and Release's ErrLeaseLost, stay with their
+// verb, as ErrNotInteger does: the statement changed nothing.
 //
 // Sweep batches queue with these verbs, each run alone, so that a sweep and
 // the verbs called beside it take turns (see doQueued).
@@ -105,12 +106,20 @@ func (q *queue) push(p *pending) bool {
 // take removes and returns the oldest verbs: up to maxGroup grouped ones,
 // or a sweep batch alone.
 func (q *queue) take() []*pending {
+	return q.takeUpTo(maxGroup, true)
+}
+
+// takeUpTo removes and returns the oldest verbs: up to limit grouped ones,
+// or, if batch allows and one is oldest, a sweep batch alone.
+func (q *queue) takeUpTo(limit int, batch bool) []*pending {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := 0
-	for n < len(q.ops) && n < maxGroup {
+	for n < len(q.ops) && n < limit {
 		if q.ops[n].a != grouped {
-			n = max(n, 1)
+			if batch {
+				n = max(n, 1)
+			}
 			break
 		}
 		n++
@@ -270,8 +279,19 @@ func (db *DB) lead(p *pending) {
 	}
 }
 
-// runGroup runs ops, together if there are several. Callers hold mu.
+// runGroup runs ops, together if there are several, the grants apart
+// from the rest if both are there (runSplit). Callers hold mu.
 func (db *DB) runGroup(ops []*pending) {
+	if normal, full := db.splitGrants(ops); len(normal) > 0 {
+		db.runSplit(normal, full)
+		return
+	}
+	db.runOne(ops)
+}
+
+// runOne runs ops as one group: together if there are several. Callers
+// hold mu.
+func (db *DB) runOne(ops []*pending) {
 	defer func() {
 		for _, o := range ops {
 			if o.state.Load() != opDone { // fn panicked: the panic goes on in the leader
