@@ -55,7 +55,8 @@ const (
 // at Open.
 type checkpointer struct {
 	kick     chan struct{} // buffered: a pending request; nil when not running
-	every    int           // writes between two requests (checkpointEvery)
+	every    int           // writes between two requests (checkpointEvery, or less: adapt); guarded by DB.mu
+	whole    bool          // the last checkpoint's last pass copied the whole WAL; guarded by DB.mu
 	writes   int           // writes since the last request; guarded by DB.mu
 	total    atomic.Int64  // every write counted, read without DB.mu
 	sqldb    *sql.DB       // the checkpoint connection's pool, from Open
@@ -139,13 +140,21 @@ func (c *checkpointer) checkpoint(db *DB) {
 	if db.closed || db.failed != nil {
 		return
 	}
-	frames, copied, err := c.run()
+	own := -1 // pages this process wrote since the WAL was last all in the file
+	if db.pages != nil {
+		own, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, false)
+	}
+	frames, copied, err := c.runLast(db)
 	if err != nil {
 		if fatal(err) {
 			db.note(fmt.Errorf("checkpoint: %w", err))
 		}
 		return
 	}
+	if c.whole {
+		c.adapt(db.cfg.checkpointEvery, int64(own), frames)
+	}
+	c.whole = frames > 0 && copied == frames
 	// When the WAL is all in the file, the backstop counts pages from
 	// here, so it stays idle while this checkpointer keeps up.
 	if db.pages != nil && copied == frames {
