@@ -24,8 +24,10 @@ const (
 // MemFS is the disk of one simulated machine, in memory. Each file keeps its
 // durable bytes (as of its last Sync) and the writes since (the page cache):
 // reads see everything written, a power loss keeps only what the loss mode
-// lets through. File creation and deletion are durable at once (SQLite in WAL
-// mode never syncs a directory).
+// lets through. File creation and deletion are durable at once: directories
+// are not modelled (SQLite syncs a WAL's directory at the first sync of a
+// WAL it created, and the engine before its own first sync of the WAL; a
+// power loss that drops the directory entry is not simulated).
 //
 // Processes reach the disk through views (Process): every view shares the
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss

@@ -39,13 +39,21 @@ func TestFlushOnFullDiskKeepsDeltas(t *testing.T) {
 
 // TestUpdateGrantOnFullDiskLeavesNothing: ErrDiskFull promises that the
 // failed transaction left nothing behind. Found by seed 279: an Update that
-// grants a lease commits, then makes the commit durable with a second
+// granted a lease committed, then made the commit durable with a second
 // write; when only that second write found the disk full, Update returned
-// ErrDiskFull although its writes (and the token) were committed. Now it
-// ends the handle with ErrIO: committed, durability unknown.
+// ErrDiskFull although its writes (and the token) were committed. The
+// engine now syncs the WAL itself instead (state/walsync.go), with no
+// second write; whichever write the disk refuses, Update returns
+// ErrDiskFull with nothing left, or ErrIO and the handle ends.
 func TestUpdateGrantOnFullDiskLeavesNothing(t *testing.T) {
 	ctx := t.Context()
-	run := func(budget int64) (*state.DB, int64, error) {
+	type outcome struct {
+		m    *faults.MemFS
+		db   *state.DB
+		used int64
+		err  error
+	}
+	run := func(budget int64) outcome {
 		m := faults.NewMemFS(1)
 		clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
 		db, err := state.Open("u.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithoutBackground())
@@ -61,18 +69,37 @@ func TestUpdateGrantOnFullDiskLeavesNothing(t *testing.T) {
 			return err
 		})
 		m.SetWriteBudget(-1)
-		return db, m.Stats().BytesWritten - before, err
+		return outcome{m, db, m.Stats().BytesWritten - before, err}
 	}
-	_, used, err := run(-1)
-	require.NoError(t, err)
-	db, _, err := run(used - 1) // room for everything but the last write
-	// The grant committed but could not be made durable: the outcome is
-	// unknown, so the answer is ErrIO (the handle ends), never ErrDiskFull,
-	// which promises that nothing was written.
-	require.ErrorIs(t, err, state.ErrIO)
-	require.NotErrorIs(t, err, state.ErrDiskFull, "ErrDiskFull promises nothing committed")
-	_, err = db.Get(ctx, "n")
-	require.ErrorIs(t, err, state.ErrIO, "the handle ended")
+	all := run(-1)
+	require.NoError(t, all.err)
+	require.Positive(t, all.used)
+	fullDisk := 0
+	for budget := all.used - 1; budget >= 0; budget -= min(budget, 97) {
+		o := run(budget)
+		require.Error(t, o.err, "budget %d of %d bytes", budget, all.used)
+		if errors.Is(o.err, state.ErrIO) {
+			require.NotErrorIs(t, o.err, state.ErrDiskFull, "budget %d", budget)
+			_, err := o.db.Get(ctx, "n")
+			require.ErrorIs(t, err, state.ErrIO, "budget %d: the handle ended", budget)
+		} else {
+			require.ErrorIs(t, o.err, state.ErrDiskFull, "budget %d", budget)
+			fullDisk++
+			// Another process finds nothing of it: no key, no token.
+			db2, err := state.Open("u.state", state.WithFS(o.m.Process(2)), state.WithoutBackground())
+			require.NoError(t, err)
+			_, err = db2.Get(ctx, "n")
+			require.ErrorIs(t, err, state.ErrNotFound, "budget %d: ErrDiskFull promises nothing committed", budget)
+			l, err := db2.Lease(ctx, "L", "b", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), l.Token, "budget %d: the refused grant's token was never handed out", budget)
+			require.NoError(t, db2.Close())
+		}
+		if budget == 0 {
+			break
+		}
+	}
+	require.Positive(t, fullDisk, "some budget must refuse the transaction with ErrDiskFull")
 }
 
 // TestReadOnFullDiskKeepsHighWater: the high-water mark covers every time

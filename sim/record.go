@@ -151,10 +151,10 @@ type flushObserver struct {
 }
 
 // Flushing is told the deltas a flush took from the buffer.
-func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
+func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, error, bool)) {
 	w, p := o.w, o.p
 	if w.tearing {
-		return func(int64, error, bool) {}
+		return nil, func(int64, error, bool) {}
 	}
 	t := w.sched.cur
 	if !maps.Equal(d, p.buffered) {
@@ -169,7 +169,12 @@ func (o flushObserver) Flushing(d map[string]int64) func(int64, error, bool) {
 	fl := &inflight{p: p, client: t.client, in: in, call: w.tick(), writes: w.m.WritesBy(p.pid)}
 	t.flight = fl
 	before := w.mark()
-	return func(now int64, err error, restored bool) {
+	// The time is recorded as the flush claims it: a flush a fault cuts
+	// short is recorded as unknown at that time, not at its call, which is
+	// earlier by what it waited for the lock (a key live at the call may
+	// have expired by then).
+	claimed := func(now int64) { in.NowMillis, fl.claimed = now, true }
+	return claimed, func(now int64, err error, restored bool) {
 		t.flight = nil
 		if now != 0 {
 			in.NowMillis, fl.claimed = now, true

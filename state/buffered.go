@@ -122,8 +122,14 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 	var end func(int64, error, bool)
 	var now int64
 	if o := db.cfg.flushes; o != nil {
-		end = o.Flushing(maps.Clone(d))
-		ctx = hooks.WithNow(ctx, func(ms int64) { now = ms })
+		var claimed func(int64)
+		claimed, end = o.Flushing(maps.Clone(d))
+		ctx = hooks.WithNow(ctx, func(ms int64) {
+			now = ms
+			if claimed != nil {
+				claimed(ms)
+			}
+		})
 	}
 	err := db.flush(ctx, d)
 	if !restore && db.remote == nil && errors.Is(err, errNotWritten) && errors.Is(err, ErrDiskFull) && db.makeRoom(ctx) {

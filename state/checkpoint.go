@@ -61,7 +61,7 @@ type checkpointer struct {
 	total    atomic.Int64  // every write counted, read without DB.mu
 	sqldb    *sql.DB       // the checkpoint connection's pool, from Open
 	conn     *sql.Conn     // the checkpoint connection, pinned: its WAL descriptor predates repairWAL
-	file     dbSyncer      // the database file, to sync after each pass without the lock (syncDB)
+	file     fileSyncer    // the database file, to sync after each pass without the lock (syncDB)
 	reopened bool          // the planted bug CheckpointAfterFailedSync reopened conn
 }
 
@@ -176,7 +176,7 @@ func (c *checkpointer) open(ctx context.Context, dsn string) error {
 
 // openFile opens the database file syncDB syncs, at Open.
 func (c *checkpointer) openFile(fsys vfs.FS, path string) error {
-	f, err := openDBSyncer(fsys, path)
+	f, err := openSyncer(fsys, path, "", vfs.OpenMainDB)
 	if err != nil {
 		return err
 	}

@@ -10,38 +10,45 @@ import (
 	"github.com/statekit/statekit/state/vfs"
 )
 
-// dbSyncer syncs the database file for the background checkpointer, apart
-// from SQLite. A passive checkpoint syncs the file only in the pass that
-// copies the whole WAL: passes that ran beside commits leave the pages they
-// copied in the operating system's cache for that last pass, which runs
-// under the handle's lock, to write back. At ten million keys that was 13
+// fileSyncer syncs a file apart from SQLite, through a descriptor of the
+// engine's own: the database file for the background checkpointer (here),
+// the WAL for a grant that must be durable (walsync.go). A sync of any
+// descriptor of a file makes every write to it so far durable, whoever
+// wrote it, and needs none of SQLite's locks.
+//
+// Why the checkpointer syncs the database file itself: a passive
+// checkpoint syncs it only in the pass that copies the whole WAL, and
+// passes that ran beside commits leave the pages they copied in the
+// operating system's cache for that last pass, which runs under the
+// handle's lock, to write back. At ten million keys that was 13
 // to 26 MB of scattered pages, a last pass of 300-370 ms with every verb
 // waiting; syncing after each pass without the lock leaves it only what
 // was copied since.
-type dbSyncer interface {
+type fileSyncer interface {
 	Sync() error
 	Close() error
 }
 
-// osSyncer is the database file opened from the operating system, synced
+// osSyncer is a file opened from the operating system, synced
 // with fdatasync where there is one, as SQLite syncs it.
 type osSyncer struct{ f *os.File }
 
 func (s osSyncer) Sync() error  { return datasync(s.f) }
 func (s osSyncer) Close() error { return s.f.Close() }
 
-// openDBSyncer opens the database file at path to sync it: through fsys
-// when the handle runs on one (WithFS), else from the operating system, at
-// its real path, as SQLite opens it.
-func openDBSyncer(fsys vfs.FS, path string) (dbSyncer, error) {
+// openSyncer opens the file at path+suffix, of the kind given (vfs.OpenMainDB
+// or vfs.OpenWAL), to sync it: through fsys when the handle runs on one
+// (WithFS), else from the operating system, beside the database's real
+// path, as SQLite names its files.
+func openSyncer(fsys vfs.FS, path, suffix string, kind vfs.OpenFlag) (fileSyncer, error) {
 	if fsys != nil {
-		return fsys.Open(path, vfs.OpenReadOnly|vfs.OpenMainDB)
+		return fsys.Open(path+suffix, vfs.OpenReadOnly|kind)
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(real)
+	f, err := os.Open(real + suffix)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,8 @@ type DB struct {
 	counted      string                // the real path counted in handlesHere while open (walcheck.go)
 	writeVersion byte                  // the file format write version in the header, as Open found it
 	failed       error                 // the I/O error or corruption that ended this handle
+	wal          fileSyncer            // the WAL, opened at Open to sync it apart from SQLite (walsync.go)
+	walDirSynced bool                  // syncWALDir ran
 	closed       bool
 	writes       int  // writes since the last inline sweep batch
 	sweepRows    int  // rows the next sweep batch may delete (sweep.go)
@@ -316,6 +318,9 @@ func (db *DB) open(dsn string) error {
 				return cannotOpen(db.path, err)
 			}
 		}
+		if err := db.openWALSyncer(); err != nil {
+			return cannotOpen(db.path, err)
+		}
 		if err := db.repairWAL(ctx, conn); err != nil {
 			return fmt.Errorf("open %s: %w", db.path, err)
 		}
@@ -430,7 +435,7 @@ func (db *DB) releaseHandle() error {
 	if db.sqldb != nil {
 		errs = append(errs, db.sqldb.Close())
 	}
-	errs = append(errs, db.bg.ckpt.close())
+	errs = append(errs, db.bg.ckpt.close(), db.closeWALSyncer())
 	db.closeGuard()
 	if db.counted != "" {
 		countHandle(db.counted, -1)

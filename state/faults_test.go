@@ -159,6 +159,9 @@ func TestIOErrorEndsTheHandle(t *testing.T) {
 		// maybeApplied: the verb's commit may survive its error (a sync
 		// failed after the commit's frames were written).
 		maybeApplied bool
+		// says is what the error must say, where the fault could be met
+		// on more than one path.
+		says string
 	}{
 		{name: "write error in incr", arm: func(m *faults.MemFS) { m.FailAt(faults.OpWrite, 1) },
 			verb: fltIncr},
@@ -166,6 +169,23 @@ func TestIOErrorEndsTheHandle(t *testing.T) {
 			verb: fltLease},
 		{name: "sync error in a FULL lease commit", arm: func(m *faults.MemFS) { m.FailAt(faults.OpSync, 1) },
 			verb: fltLease, maybeApplied: true},
+		// A grant inside a transaction commits NORMAL, then the engine
+		// syncs the WAL itself: that sync fails.
+		{name: "sync error in a lease granted in a transaction", arm: func(m *faults.MemFS) { m.FailAt(faults.OpSync, 1) },
+			verb: func(ctx context.Context, db *state.DB) error {
+				return db.Update(ctx, func(tx *state.Tx) error {
+					_, err := tx.Lease("L2", "p1", time.Minute)
+					return err
+				})
+			}, maybeApplied: true, says: "the sync of " + fltPath + "-wal failed"},
+		// The holder asks again for the deadline it has (the clock has not
+		// moved): the grant writes nothing, and the engine syncs the WAL
+		// itself for the commits before it: that sync fails.
+		{name: "sync error in a grant that writes nothing", arm: func(m *faults.MemFS) { m.FailAt(faults.OpSync, 1) },
+			verb: func(ctx context.Context, db *state.DB) error {
+				_, err := db.Lease(ctx, "held", "p1", time.Hour)
+				return err
+			}, says: "the sync of " + fltPath + "-wal failed"},
 		{name: "write error in a transaction", arm: func(m *faults.MemFS) { m.FailAt(faults.OpWrite, 1) },
 			verb: func(ctx context.Context, db *state.DB) error {
 				return db.Update(ctx, func(tx *state.Tx) error {
@@ -199,6 +219,10 @@ func TestIOErrorEndsTheHandle(t *testing.T) {
 				f.arm(fm.m)
 				err := f.verb(fm.ctx, db)
 				require.ErrorIs(t, err, state.ErrIO, "the injected fault surfaces as ErrIO")
+				require.ErrorIs(t, err, faults.ErrInjected, "the error wraps its cause")
+				if f.says != "" {
+					require.ErrorContains(t, err, f.says)
+				}
 				fm.requireRefused(db, l)
 
 				r.after(fm.m, db)

@@ -430,21 +430,10 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	if full && (pages < 0 || db.pagesWritten() == pages) {
 		// The group wrote nothing (a holder asked again for the deadline
 		// it has): its COMMIT synced nothing, and a grant must leave every
-		// commit before it durable.
-		if _, err := db.st.touch.ExecContext(context.WithoutCancel(ctx)); err != nil {
-			if err = classify(ctx, err); fatal(err) {
-				// The sync failed: what the file holds is not known,
-				// and a token must never be handed out twice: end the
-				// handle.
-				err = fmt.Errorf("%w: lease granted and committed, but its sync failed (%v); reopen the file", ErrIO, err)
-				db.failGroup(ops, err)
-				return true
-			}
-			// The write that syncs did not run (another process held
-			// the file's write lock past the verbs' budget): the group
-			// changed nothing, so its grants fail with that error, not
-			// durable, and its other verbs keep their answers.
-			failUnsynced(ops, errs, err)
+		// commit before it durable (walsync.go).
+		if err := db.syncGrant(); err != nil {
+			db.failGroup(ops, err)
+			return true
 		}
 	}
 	for i, o := range ops {
@@ -469,16 +458,6 @@ func (db *DB) fullGroup(ops []*pending) bool {
 		}
 	}
 	return false
-}
-
-// failUnsynced gives err to the grants of ops that succeeded in a group
-// that wrote nothing and whose sync could not run.
-func failUnsynced(ops []*pending, errs []error, err error) {
-	for i, o := range ops {
-		if o.full && errs[i] == nil {
-			errs[i] = err
-		}
-	}
 }
 
 // failGroup ends the handle on a fatal error met inside a group and gives

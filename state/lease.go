@@ -87,21 +87,18 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 // is synced (synchronous=FULL) before it returns, and with it every commit
 // before it. Callers hold mu.
 func (db *DB) grantAlone(ctx context.Context, grant func() error) error {
-	return db.durably(ctx, func() error {
-		before := db.pagesWritten()
-		if err := grant(); err != nil {
-			return err
-		}
-		if before < 0 || db.pagesWritten() == before {
-			// The holder asked again for the deadline it has: SQLite
-			// writes nothing for a row overwritten with the same bytes,
-			// so nothing would be synced, and the grant must leave every
-			// commit before it durable, like any other.
-			_, err := db.st.touch.ExecContext(ctx)
-			return classify(ctx, err)
-		}
-		return nil
-	})
+	before := db.pagesWritten()
+	if err := db.durably(ctx, grant); err != nil {
+		return err
+	}
+	if db.grantNeedsSync() && (before < 0 || db.pagesWritten() == before) {
+		// The holder asked again for the deadline it has: SQLite writes
+		// nothing for a row overwritten with the same bytes, so nothing
+		// was synced, and the grant must leave every commit before it
+		// durable, like any other.
+		return db.syncGrant()
+	}
+	return nil
 }
 
 // Renew moves the deadline of l to ttl from now and updates l.Expires. It

@@ -21,7 +21,8 @@ const (
 // never deleted: release sets expires_at to 0 and keeps the token.
 // meta holds 'hwm' (the time mark folded in by clean closes), one 'hwm:<n>'
 // row per open or crashed writable handle (hwm.go), 'handles' (the handle
-// counter) and 'durable_commits' (commits forced FULL by Update, tx.go).
+// counter), and in files from earlier builds 'durable_commits' (a count of
+// commits forced durable, no longer written).
 const schemaSQL = `
 CREATE TABLE kv (
 	key        TEXT PRIMARY KEY,

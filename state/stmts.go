@@ -33,7 +33,7 @@ type stmts struct {
 	casSwapTTL, casCreateTTL                  *stmt
 	expire, ttl                               *stmt
 	leaseGrant, leaseGet, renew, release      *stmt
-	sweep, hwmGet, hwmSet, touch              *stmt
+	sweep, hwmGet, hwmSet                     *stmt
 	begin, commit, rollback                   *stmt
 	bugGetAny, bugRenewBump, bugReleaseDelete *stmt
 	bugCASText, bugIncrPlain, bugIncrExpire   *stmt
@@ -65,7 +65,7 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs, withSweepKeys bool) 
 		{&s.expire, expireSQL}, {&s.ttl, ttlSQL},
 		{&s.leaseGrant, leaseGrantSQL}, {&s.leaseGet, leaseGetSQL}, {&s.renew, renewSQL},
 		{&s.release, releaseSQL},
-		{&s.sweep, sweepSQL}, {&s.hwmGet, hwmGetSQL}, {&s.hwmSet, hwmSetSQL}, {&s.touch, touchSQL},
+		{&s.sweep, sweepSQL}, {&s.hwmGet, hwmGetSQL}, {&s.hwmSet, hwmSetSQL},
 		{&s.begin, beginSQL}, {&s.commit, commitSQL}, {&s.rollback, rollbackSQL},
 	}
 	planted := []struct {

@@ -12,11 +12,6 @@ const (
 	beginSQL    = `BEGIN IMMEDIATE`
 	commitSQL   = `COMMIT`
 	rollbackSQL = `ROLLBACK`
-	// touchSQL counts forced durable commits in the meta table: a real
-	// change (SQLite writes nothing for an UPDATE that changes nothing), so
-	// its FULL commit syncs the WAL and with it every commit before it.
-	touchSQL = `INSERT INTO meta(k, v) VALUES ('durable_commits', 1)
-ON CONFLICT(k) DO UPDATE SET v = v + 1`
 )
 
 // Tx is a read/write transaction: every verb inside it runs at one engine
@@ -78,20 +73,12 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return classify(ctx, err)
 		}
 		committed = true
-		if !tx.granted {
+		if !tx.granted || !db.grantNeedsSync() {
 			return nil
 		}
-		err := db.durably(ctx, func() error {
-			_, err := db.st.touch.ExecContext(ctx)
-			return classify(ctx, err)
-		})
-		if err != nil {
-			// The grant committed but may not be durable, and a token
-			// must never be handed out twice: end the handle. Reopening
-			// recovers whatever the file holds.
-			return fmt.Errorf("%w: lease granted and committed, but its sync failed (%v); reopen the file", ErrIO, err)
-		}
-		return nil
+		// The transaction began NORMAL (synchronous cannot change inside
+		// it): its grant is made durable by syncing the WAL (walsync.go).
+		return db.syncGrant()
 	})
 	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
 		return err // the callback's error, or a verb's inside it, named already

@@ -587,7 +587,7 @@ type flushRecorder struct {
 var _ hooks.FlushObserver = (*flushRecorder)(nil)
 
 // Flushing journals the flush of deltas about to be written.
-func (f *flushRecorder) Flushing(deltas map[string]int64) func(nowMillis int64, err error, restored bool) {
+func (f *flushRecorder) Flushing(deltas map[string]int64) (claimed func(int64), done func(nowMillis int64, err error, restored bool)) {
 	w := f.w
 	op := linearizability.Op{Client: w.cfg.flushClient(), Seq: f.seq.Add(1), Unknown: true, Call: monotonicNanos(),
 		Input: model.Input{Kind: model.Flush, Ops: flushOps(deltas)}}
@@ -596,7 +596,7 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) func(nowMillis int64, 
 	// same clock and misses the claimed one by what the flush waited.
 	op.Input.NowMillis = w.estimateNow()
 	jerr := w.journal.op(op)
-	return func(nowMillis int64, err error, restored bool) {
+	return nil, func(nowMillis int64, err error, restored bool) {
 		op.Return = monotonicNanos()
 		what := op.Input.String() // before a restored flush drops its increments
 		if nowMillis != 0 {

@@ -66,10 +66,13 @@ type Scheduler interface {
 // FlushObserver is told of buffered flushes.
 type FlushObserver interface {
 	// Flushing is called with the deltas a flush took from the buffer,
-	// before it writes them. The returned function is called when the
-	// flush ends: with the engine time it ran at (0 if it never claimed
-	// one), its error, and whether the deltas went back into the buffer.
-	Flushing(deltas map[string]int64) func(nowMillis int64, err error, restored bool)
+	// before it writes them. It returns two functions (either may be nil):
+	// claimed is called each time the flush claims an engine time, as it
+	// claims it, so that a flush cut short (a crash, a power loss) is
+	// still known to have run at that time; done is called when the flush
+	// ends, with the engine time it ran at (0 if it never claimed one), its
+	// error, and whether the deltas went back into the buffer.
+	Flushing(deltas map[string]int64) (claimed func(nowMillis int64), done func(nowMillis int64, err error, restored bool))
 }
 
 // SweepObserver is told of sweeps.
