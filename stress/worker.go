@@ -591,12 +591,18 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) (claimed func(int64), 
 	w := f.w
 	op := linearizability.Op{Client: w.cfg.flushClient(), Seq: f.seq.Add(1), Unknown: true, Call: monotonicNanos(),
 		Input: model.Input{Kind: model.Flush, Ops: flushOps(deltas)}}
-	// The engine time the flush will claim is not known yet: a flush cut
-	// by a kill keeps the engine's time at its call, which moves with the
-	// same clock and misses the claimed one by what the flush waited.
+	// The engine time the flush will claim is not known yet: it is
+	// journalled at the engine's time at the call, and again as the flush
+	// claims its own, so that a flush a kill cuts after that is judged at
+	// the time it ran (which is later by what it waited for the lock: a
+	// key live at its call may have expired).
 	op.Input.NowMillis = w.estimateNow()
 	jerr := w.journal.op(op)
-	return nil, func(nowMillis int64, err error, restored bool) {
+	claimed = func(nowMillis int64) {
+		op.Input.NowMillis = nowMillis
+		jerr = errors.Join(jerr, w.journal.op(op))
+	}
+	return claimed, func(nowMillis int64, err error, restored bool) {
 		op.Return = monotonicNanos()
 		what := op.Input.String() // before a restored flush drops its increments
 		if nowMillis != 0 {
