@@ -174,8 +174,14 @@ func (c *checkpointer) open(ctx context.Context, dsn string) error {
 	return nil
 }
 
-// openFile opens the database file syncDB syncs, at Open.
-func (c *checkpointer) openFile(fsys vfs.FS, path string) error {
+// openFile opens the database file syncDB syncs, at Open: through fsys
+// when the handle runs on one, else the process's descriptor of it
+// (dbfile.go), which the handle holds.
+func (c *checkpointer) openFile(fsys vfs.FS, path string, shared *dbFile) error {
+	if fsys == nil && shared != nil {
+		c.file = sharedSyncer{shared.f}
+		return nil
+	}
 	f, err := openSyncer(fsys, path, "", vfs.OpenMainDB)
 	if err != nil {
 		return err

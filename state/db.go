@@ -52,6 +52,7 @@ type DB struct {
 	counted      string                // the real path counted in handlesHere while open (walcheck.go)
 	writeVersion byte                  // the file format write version in the header, as Open found it
 	failed       error                 // the I/O error or corruption that ended this handle
+	file         *dbFile               // the process's descriptor of the file on the native VFS (dbfile.go)
 	wal          fileSyncer            // the WAL, opened at Open to sync it apart from SQLite (walsync.go)
 	walDirSynced bool                  // syncWALDir ran
 	closed       bool
@@ -188,7 +189,8 @@ func (db *DB) checkFSFile() error {
 
 // prepareFile creates a missing file with mode 0600 before SQLite sees it
 // (SQLite would create it 0644, and gives its -wal and -shm files the main
-// file's mode). A read-only open requires the file.
+// file's mode), and takes the handle's share of the process's descriptor
+// of it (dbfile.go). A read-only open requires the file.
 func (db *DB) prepareFile() error {
 	if db.cfg.readOnly {
 		st, err := os.Stat(db.path)
@@ -197,6 +199,28 @@ func (db *DB) prepareFile() error {
 		}
 		return oneByte(db.path, st.Size())
 	}
+	d, err := acquireDBFile(db.path, db.openOrCreate)
+	if err != nil {
+		return err
+	}
+	db.file = d
+	st, err := d.f.Stat()
+	if err != nil {
+		return errors.Join(cannotOpen(db.path, err), db.releaseFile())
+	}
+	var v [1]byte
+	if _, err := d.f.ReadAt(v[:], fileFormatOffset); err == nil {
+		db.writeVersion = v[0]
+	}
+	if err := oneByte(db.path, st.Size()); err != nil {
+		return errors.Join(err, db.releaseFile())
+	}
+	return nil
+}
+
+// openOrCreate opens the file at path to read, creating a missing one,
+// for acquireDBFile.
+func (db *DB) openOrCreate() (*os.File, error) {
 	// A missing file is created, but never through a symbolic link: a
 	// dangling link could point wherever its author wanted a file made.
 	// An existing file reached through a link is opened as usual.
@@ -207,23 +231,25 @@ func (db *DB) prepareFile() error {
 	f, err := os.OpenFile(db.path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		if fi, lerr := os.Lstat(db.path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("open %s: %w: a symbolic link to a missing file; statekit does not create files through links", db.path, ErrInvalidArgument)
+			return nil, fmt.Errorf("open %s: %w: a symbolic link to a missing file; statekit does not create files through links", db.path, ErrInvalidArgument)
 		}
 		f, err = os.OpenFile(db.path, os.O_RDONLY, 0) // another process created it just now
 	}
 	if err != nil {
-		return cannotOpen(db.path, err)
+		return nil, cannotOpen(db.path, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return cannotOpen(db.path, err)
+	return f, nil
+}
+
+// releaseFile releases the handle's share of the process's descriptor of
+// the file (dbfile.go), if it holds one.
+func (db *DB) releaseFile() error {
+	if db.file == nil {
+		return nil
 	}
-	var v [1]byte
-	if _, err := f.ReadAt(v[:], fileFormatOffset); err == nil {
-		db.writeVersion = v[0] // read now: a descriptor closed later would drop SQLite's locks
-	}
-	return oneByte(db.path, st.Size())
+	err := db.file.release()
+	db.file = nil
+	return err
 }
 
 // hasWAL reports whether a -wal file with content lies beside path.
@@ -314,7 +340,7 @@ func (db *DB) open(dsn string) error {
 			if err := db.bg.ckpt.open(ctx, db.dsn); err != nil {
 				return openError(ctx, db.path, err)
 			}
-			if err := db.bg.ckpt.openFile(db.cfg.fs, db.path); err != nil {
+			if err := db.bg.ckpt.openFile(db.cfg.fs, db.path, db.file); err != nil {
 				return cannotOpen(db.path, err)
 			}
 		}
@@ -444,6 +470,9 @@ func (db *DB) releaseHandle() error {
 	if db.unregister != nil {
 		db.unregister()
 	}
+	// Last: closing it drops the process's locks on the file when no
+	// other handle holds it, so every connection of this one is closed.
+	errs = append(errs, db.releaseFile())
 	return errors.Join(errs...)
 }
 
