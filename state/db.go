@@ -378,8 +378,9 @@ func (db *DB) open(dsn string) error {
 // open until Open is done. When the last connection to a file closes,
 // SQLite checkpoints the WAL into the file and deletes it, even after Open
 // refused the file; a connection that stays open meanwhile prevents that,
-// and a read-only one neither writes nor checkpoints when it closes. So a
-// damaged or foreign file is refused without a byte of it changed.
+// and a read-only one writes nothing into the file when it closes and
+// keeps the WAL (keepWAL). So a damaged or foreign file is refused without
+// a byte of it changed.
 func (db *DB) openGuard(dsn string) error {
 	if db.cfg.readOnly {
 		return nil
@@ -398,6 +399,9 @@ func (db *DB) openGuard(dsn string) error {
 		return openError(ctx, db.path, err)
 	}
 	defer conn.Close()
+	if err := keepWAL(conn); err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
 	kind, err := inspect(ctx, conn, db.path)
 	if sqliteCode(err) == sqliteReadOnly {
 		// A hot journal or a WAL that only a writer may recover: let the
@@ -439,6 +443,28 @@ func checkSchema(ctx context.Context, conn *sql.Conn, path string) error {
 var wantedSchema = sync.OnceValues(func() (map[string]string, error) {
 	return expectedSchema(context.Background())
 })
+
+// keepWAL has conn, a read-only guard, keep the WAL file when it closes
+// as the file's last connection (SQLITE_FCNTL_PERSIST_WAL). A read-only
+// connection cannot copy the WAL into the file, but when the WAL holds
+// nothing the file lacks, SQLite's close "checkpoints" it without a write
+// and deletes it, and the file need not be durable then: after a failed
+// sync of the database file (a checkpoint's, or the page repair's,
+// walrepair.go) the WAL's frames are the only durable copy of the pages
+// that sync lost, and a power loss after the deletion lost acknowledged
+// grants. Kept, the next writable Open repairs from it.
+func keepWAL(conn *sql.Conn) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(interface {
+			FileControlPersistWAL(string, int) (int, error)
+		})
+		if !ok {
+			return fmt.Errorf("the SQLite driver cannot keep the WAL (%T)", dc)
+		}
+		_, err := c.FileControlPersistWAL("main", 1)
+		return err
+	})
+}
 
 // closeGuard closes the connection openGuard opened, if any.
 func (db *DB) closeGuard() {

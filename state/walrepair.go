@@ -46,8 +46,10 @@ import (
 // is never told again: so it mends the WAL (best effort: the handle failed
 // already), then opens a read-only connection that releaseHandle closes
 // last. While it is open no other connection can take the exclusive lock
-// that checkpoint needs, and a read-only one never checkpoints (openGuard
-// relies on the same). The next writable Open repairs the WAL anyway.
+// that checkpoint needs; a read-only one copies nothing into the file, and
+// it keeps the WAL when it closes (keepWAL), which it would otherwise
+// delete when the WAL holds nothing the file lacks, though the file's
+// pages may not be durable. The next writable Open repairs from the WAL.
 // Callers hold mu.
 func (db *DB) closeFailed() {
 	ctx := context.Background()
@@ -61,7 +63,8 @@ func (db *DB) closeFailed() {
 	if err != nil {
 		return
 	}
-	_ = conn.Close() // back to the pool, where it stays open
+	_ = keepWAL(conn) // best effort, as the repair: the handle failed already
+	_ = conn.Close()  // back to the pool, where it stays open
 	db.guard = ro
 }
 

@@ -35,6 +35,8 @@ type handle struct {
 	flags OpenFlag
 	lk    *lockHandle
 	y     Yielder // the FS's, if it is one
+
+	persistWAL bool // SQLITE_FCNTL_PERSIST_WAL: keep the WAL when closing last
 }
 
 // point is a scheduling point of a simulation, when the FS is a Yielder.
@@ -194,10 +196,23 @@ func xCheckReservedLock(tls *libc.TLS, pFile uintptr, pResOut uintptr) int32 {
 	return rc
 }
 
-// xFileControl knows no file controls: SQLite treats SQLITE_NOTFOUND as
-// "this VFS does not do that".
+// xFileControl knows one file control, SQLITE_FCNTL_PERSIST_WAL, as the
+// unix VFS does: a connection that closes last keeps the WAL file instead
+// of deleting it (an argument of -1 asks, 0 and 1 set). SQLite treats
+// SQLITE_NOTFOUND, the answer to every other, as "this VFS does not do
+// that".
 func xFileControl(tls *libc.TLS, pFile uintptr, op int32, pArg uintptr) int32 {
-	return sqlite3.SQLITE_NOTFOUND
+	if op != sqlite3.SQLITE_FCNTL_PERSIST_WAL {
+		return sqlite3.SQLITE_NOTFOUND
+	}
+	h := fileOf(pFile)
+	arg := (*int32)(cptr(pArg))
+	if *arg < 0 {
+		*arg = libc.Bool32(h.persistWAL)
+	} else {
+		h.persistWAL = *arg != 0
+	}
+	return sqlite3.SQLITE_OK
 }
 
 func xSectorSize(tls *libc.TLS, pFile uintptr) int32 { return sectorSize }
