@@ -190,16 +190,20 @@ func (db *DB) checkFSFile() error {
 // prepareFile creates a missing file with mode 0600 before SQLite sees it
 // (SQLite would create it 0644, and gives its -wal and -shm files the main
 // file's mode), and takes the handle's share of the process's descriptor
-// of it (dbfile.go). A read-only open requires the file.
+// of it (dbfile.go), read-only handles too: their connections hold locks
+// on the file as well. A read-only open requires the file.
 func (db *DB) prepareFile() error {
+	open := db.openOrCreate
 	if db.cfg.readOnly {
-		st, err := os.Stat(db.path)
-		if err != nil {
-			return cannotOpen(db.path, err)
+		open = func() (*os.File, error) {
+			f, err := os.Open(db.path)
+			if err != nil {
+				return nil, cannotOpen(db.path, err)
+			}
+			return f, nil
 		}
-		return oneByte(db.path, st.Size())
 	}
-	d, err := acquireDBFile(db.path, db.openOrCreate)
+	d, err := acquireDBFile(db.path, open)
 	if err != nil {
 		return err
 	}

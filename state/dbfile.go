@@ -15,8 +15,9 @@ import (
 // one on the native VFS: Open reads the file's header before SQLite opens
 // it (prepareFile), and the checkpointer syncs the file apart from SQLite
 // (checkpointsync.go). So the handles of one process on one file share one
-// descriptor, opened by the first handle's Open and closed once the last
-// of them has closed its connections (releaseHandle). A handle opened and
+// descriptor, read-only handles included (their connections hold locks
+// too), opened by the first handle's Open and closed once the last of them
+// has closed its connections (releaseHandle). A handle opened and
 // closed beside another used to drop the other's locks: another program
 // could then take the file's exclusive lock under it, and a connection in
 // exclusive locking mode wrote the file and deleted its WAL while the

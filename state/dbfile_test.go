@@ -101,3 +101,28 @@ func TestSecondHandleKeepsTheLocks(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyHandleKeepsTheLocks: the same with a read-only handle as the
+// only holder: a writable handle of the same process opened and closed on
+// the file must not drop the read-only handle's locks either.
+func TestReadOnlyHandleKeepsTheLocks(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.state")
+	w, err := state.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, w.Set(ctx, "k", 1))
+	require.NoError(t, w.Close())
+
+	ro, err := state.Open(path, state.WithReadOnly())
+	require.NoError(t, err)
+	defer ro.Close()
+	_, err = ro.Get(ctx, "k")
+	require.NoError(t, err)
+	b, err := state.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	out := runChildren(t, 1, "exclusive-writer", path)
+	assert.Equal(t, "busy\n", out[0], "another program got the file while a read-only handle had it open")
+	_, err = ro.Get(ctx, "k")
+	assert.NoError(t, err)
+}
