@@ -12,7 +12,8 @@
 // An expired key is absent to every verb at once, and swept later.
 //
 // Writes commit with synchronous=NORMAL (durable across a crash, the latest
-// may roll back on power loss); lease grants commit with synchronous=FULL, so
-// a fencing token is never handed out twice. CORRECTNESS.md lists every
+// may roll back on power loss); lease grants are durable before they are
+// answered (synchronous=FULL, or inside Update a sync of the WAL after the
+// commit), so a fencing token is never handed out twice. CORRECTNESS.md lists every
 // promise and the test that proves it.
 package state
