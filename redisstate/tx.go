@@ -37,6 +37,7 @@ var errRetry = errors.New("statekit: retry the transaction")
 // told to ctx's observer (hooks.NoteNow) once, when that attempt commits
 // or fn fails, never for an attempt that is run again.
 func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
+	var ahead []string // keys the attempts so far read, read first on the next (txprefetch.go)
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return state.ErrClosed
@@ -44,7 +45,7 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("statekit: %w", err)
 		}
-		err := s.attempt(ctx, fn)
+		err := s.attempt(ctx, fn, &ahead)
 		if !errors.Is(err, errRetry) {
 			return err
 		}
@@ -59,10 +60,15 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 	}
 }
 
-// attempt runs fn once and commits what it wrote.
-func (s *store) attempt(ctx context.Context, fn func(tx any) error) error {
+// attempt runs fn once and commits what it wrote. It first reads the keys
+// in *ahead, and adds to it the keys this attempt asked to read.
+func (s *store) attempt(ctx context.Context, fn func(tx any) error, ahead *[]string) error {
 	t := &tx{s: s, ctx: ctx, slot: -1, keys: map[string]*keyState{}, leases: map[string]*leaseState{}}
 	defer t.close()
+	defer func() { *ahead = t.asked }()
+	if err := t.readAhead(*ahead); err != nil {
+		return err
+	}
 	if err := fn(t); err != nil {
 		if t.broken != nil {
 			if errors.Is(t.broken, errRetry) {
@@ -133,6 +139,7 @@ type tx struct {
 	// granted: a lease was granted; with wait_replicas the commit
 	// waits for the replicas (WAIT) before Update returns.
 	granted bool
+	asked   []string // Redis keys this attempt asked to read, in order, without repeats
 }
 
 // deadline is a deadline in the transaction: an absolute server time read
@@ -401,6 +408,11 @@ func (t *tx) loaded(rkey string, res []any) error {
 // server that lost the script (NOSCRIPT, after a restart) gets it again
 // after the WATCH, which holds. Errors are the transaction's (cmdErr).
 func (t *tx) watchAndRead(rkeys []string) ([][]any, error) {
+	for _, k := range rkeys {
+		if !slices.Contains(t.asked, k) {
+			t.asked = append(t.asked, k)
+		}
+	}
 	var watch *redis.Cmd
 	reads := make([]*redis.Cmd, len(rkeys))
 	args := make([]any, 0, len(rkeys)+1)

@@ -211,3 +211,39 @@ func TestUpdateLostAtExecIsOutcomeUnknown(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, state.ErrOutcomeUnknown) || errors.Is(err, state.ErrUnavailable), "%v", err)
 }
+
+// TestUpdateRetryReadsAhead: a callback that grants a lease and then reads
+// a missing key, with the server's clock moving on between the two (here
+// a pause of a few milliseconds; on a loaded machine or a cluster, the
+// round trips alone), cannot keep the grant's answer when the missing key
+// may have expired meanwhile, so the attempt starts over. Every attempt
+// did the same until Update gave up with ErrBusy (a flaky verb-table test
+// on a cluster under CI load showed it); a retry now reads the keys the
+// attempts before it read first, in one round trip, and commits.
+func TestUpdateRetryReadsAhead(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	attempts := 0
+	var l *state.Lease
+	err := db.Update(ctx, func(tx *state.Tx) error {
+		attempts++
+		var err error
+		if l, err = tx.Lease("job", "me", time.Minute); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond) // the server's millisecond moves on
+		n, err := tx.Incr("missing")
+		if err != nil {
+			return err
+		}
+		assert.EqualValues(t, 1, n)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, attempts, "the first attempt starts over, the second commits")
+	assert.EqualValues(t, 1, l.Token)
+	v, err := db.Get(ctx, "missing")
+	require.NoError(t, err)
+	n, _ := v.Int()
+	assert.EqualValues(t, 1, n)
+}
