@@ -1,6 +1,8 @@
 package state
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"slices"
@@ -14,7 +16,8 @@ import (
 // a descriptor opened outside SQLite is not in that table. The engine needs
 // one on the native VFS: Open reads the file's header before SQLite opens
 // it (prepareFile), and the checkpointer syncs the file apart from SQLite
-// (checkpointsync.go). So the handles of one process on one file share one
+// (checkpointsync.go), and the WAL repair rewrites pages of it
+// (walrepair.go). So the handles of one process on one file share one
 // descriptor, read-only handles included (their connections hold locks
 // too), opened by the first handle's Open and closed once the last of them
 // has closed its connections (releaseHandle). A handle opened and
@@ -31,6 +34,7 @@ import (
 // dbFile is the process's descriptor of one database file.
 type dbFile struct {
 	f    *os.File
+	rw   *os.File    // the same file open to write, once a handle asked (writable); closed with f
 	info fs.FileInfo // the file it was opened on, to find it again through any path
 	refs int         // handles holding it; guarded by dbFiles.mu
 }
@@ -82,7 +86,39 @@ func (d *dbFile) release() error {
 		return nil
 	}
 	dbFiles.files = slices.DeleteFunc(dbFiles.files, func(o *dbFile) bool { return o == d })
-	return d.f.Close()
+	var err error
+	if d.rw != nil {
+		err = d.rw.Close()
+	}
+	return errors.Join(err, d.f.Close())
+}
+
+// writable returns a descriptor of the file open to read and write, for
+// the WAL repair's rewrite of its pages: opened through path at the first
+// call and kept, as f is, until the last handle releases the file, since
+// closing it would drop the process's locks. It is an error if path no
+// longer names the file the handles hold.
+func (d *dbFile) writable(path string) (*os.File, error) {
+	dbFiles.mu.Lock()
+	defer dbFiles.mu.Unlock()
+	if d.rw != nil {
+		return d.rw, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !os.SameFile(fi, d.info) {
+		err = fmt.Errorf("%s is no longer the file this process opened", path)
+	}
+	if err != nil {
+		// Not the file the handles hold (or it cannot tell): closing
+		// this descriptor drops no lock of theirs.
+		return nil, errors.Join(err, f.Close())
+	}
+	d.rw = f
+	return f, nil
 }
 
 // sharedSyncer syncs the database file through the process's descriptor

@@ -179,13 +179,6 @@ const (
 // lock and tries again a little later, until the busy timeout passes; then
 // it leaves the pages as they are.
 func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
-	if db.cfg.fs == nil {
-		// Not on the native VFS yet: rewriting the database file needs a
-		// descriptor of it, and closing one drops every POSIX lock the
-		// process holds on the file, SQLite's included (CORRECTNESS.md,
-		// what is not promised).
-		return nil
-	}
 	ckpt := db.bg.ckpt.conn
 	if ckpt == nil || db.failed != nil {
 		sqldb, c, err := openWALConn(ctx, db.dsn)
@@ -210,7 +203,7 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 				return err
 			}
 			done = true
-			return rewritePages(db.cfg.fs, db.path, pages, size)
+			return rewritePages(db.openPages, pages, size)
 		})
 		if err != nil || done || tries <= 1 {
 			return err
@@ -223,9 +216,9 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 const backfillPause = 5 * time.Millisecond
 
 // rewritePages rewrites in place, and syncs, the given pages of size bytes
-// of the database file at path.
-func rewritePages(fsys vfs.FS, path string, pages []uint32, size int) error {
-	f, err := openForRewrite(fsys, path)
+// of the database file, which open opens.
+func rewritePages(open func() (rewritable, error), pages []uint32, size int) error {
+	f, err := open()
 	if err != nil {
 		return err
 	}
@@ -322,6 +315,32 @@ func rewriteFile(fsys vfs.FS, name string) error {
 	}
 	return f.Close()
 }
+
+// openPages opens the database file for rewritePages: through the handle's
+// FS, or on the native VFS the process's descriptor of it open to write
+// (dbfile.go), which a descriptor of the repair's own would not do: closing
+// it would drop every POSIX lock the process holds on the file, SQLite's
+// included.
+func (db *DB) openPages() (rewritable, error) {
+	if db.cfg.fs != nil {
+		return openForRewrite(db.cfg.fs, db.path)
+	}
+	if db.file == nil {
+		return nil, fmt.Errorf("%s: the process holds no descriptor of it", db.path)
+	}
+	f, err := db.file.writable(db.path)
+	if err != nil {
+		return nil, err
+	}
+	return sharedFile{f}, nil
+}
+
+// sharedFile is the process's descriptor of the database file, open to
+// write: synced with fdatasync, as SQLite syncs it, and left open by Close.
+type sharedFile struct{ *os.File }
+
+func (s sharedFile) Sync() error  { return datasync(s.File) }
+func (s sharedFile) Close() error { return nil }
 
 // rewritable is what rewriteFile needs of a file.
 type rewritable interface {

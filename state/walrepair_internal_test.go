@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,4 +67,49 @@ func TestSQLiteNamesTheWALAfterTheRealPath(t *testing.T) {
 	require.NoError(t, err, "the WAL is beside the real file")
 	_, err = os.Lstat(link + walSuffix)
 	assert.ErrorIs(t, err, os.ErrNotExist, "not beside the link")
+}
+
+// TestNativeRepairRewritesThePages: on the native VFS too, Open's repair
+// rewrites the pages of the database file that the WAL names, through the
+// process's descriptor of the file (closing one of its own would drop the
+// locks of every handle of the process: TestSecondHandleKeepsTheLocks).
+// The WAL is copied into the file first, so the repair's checkpoint has
+// nothing to write: the file's modification time moves only if the
+// repair wrote the pages, and their bytes stay as they were.
+func TestNativeRepairRewritesThePages(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.state")
+	a, err := Open(path, WithoutBackground())
+	require.NoError(t, err)
+	defer a.Close()
+	for i := range 20 {
+		require.NoError(t, a.Set(ctx, fmt.Sprintf("k%d", i), i))
+	}
+	var busy, frames, copied int64
+	require.NoError(t, a.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
+	require.Positive(t, frames)
+	require.Equal(t, frames, copied, "the whole WAL is in the file")
+	pages, _, err := walPages(nil, path+walSuffix)
+	require.NoError(t, err)
+	require.NotEmpty(t, pages, "the WAL still names the pages")
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(path, old, old))
+
+	b, err := Open(path)
+	require.NoError(t, err)
+	defer b.Close()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().After(old), "Open rewrote the pages the WAL names")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	assert.Same(t, a.file, b.file, "both handles use the process's descriptor")
+	for i := range 20 {
+		v, err := b.Get(ctx, fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint(i), v.String())
+	}
 }
