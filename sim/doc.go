@@ -15,11 +15,12 @@
 // state.Sleeper), and every file and lock call SQLite makes (the disk is a
 // vfs.Yielder). SQLite's busy waits sleep virtual time. A crash or power
 // loss freezes a process's goroutines where they stand; what they had in
-// flight is of unknown outcome, unless the process wrote nothing from the
-// call on (faults.MemFS.WritesBy): every change reaches the file through
-// its own process's writes, so such a call changed nothing and is left out
-// of the history, as a call that failed with an error is on the same
-// terms. After the run, a teardown lets the frozen goroutines finish and
+// flight is of unknown outcome, unless it changed nothing: it was cut
+// before the engine claimed its time (under the engine's lock, before any
+// statement of it), or the process wrote nothing from the call on
+// (faults.MemFS.WritesBy; every change reaches the file through its own
+// process's writes). Such a call is left out of the history, as a call
+// that failed with an error is on the same terms. After the run, a teardown lets the frozen goroutines finish and
 // closes their handles, recording nothing.
 //
 // After each power loss the simulator reads, on a copy of the disk, the

@@ -61,6 +61,9 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 // recordUnknown records the call fl as of unknown outcome.
 func (w *world) recordUnknown(fl *inflight) {
 	if leaveOut(w, fl) {
+		if unclaimed(fl) && !wroteNothing(w, fl) && !w.tearing {
+			w.stats.Unclaimed++
+		}
 		w.noEffect(fl)
 		return
 	}
@@ -71,9 +74,17 @@ func (w *world) recordUnknown(fl *inflight) {
 }
 
 // leaveOut reports whether a call whose outcome a fault hid certainly
-// changed nothing: wroteNothing, or another rule a test plants to show that
-// the checks catch a wrong one.
-var leaveOut = wroteNothing
+// changed nothing: unclaimed, or wroteNothing, or another rule a test
+// plants to show that the checks catch a wrong one.
+var leaveOut = func(w *world, fl *inflight) bool { return unclaimed(fl) || wroteNothing(w, fl) }
+
+// unclaimed reports whether fl was cut before the engine said what time it
+// runs at. The engine claims a call's time under its lock, before any
+// statement of it runs (a group's leader claims each member's before the
+// group's first), and a buffered flush's as it takes the lock: a call cut
+// before that ran nothing. It catches what wroteNothing cannot, a call cut
+// while another goroutine of its process wrote.
+func unclaimed(fl *inflight) bool { return !fl.claimed }
 
 // wroteNothing reports whether fl's process attempted no write to any file
 // while fl ran (faults.MemFS.WritesBy). Every change a call makes reaches

@@ -92,7 +92,8 @@ type Stats struct {
 	Ops           int            // client operations issued
 	Recorded      int            // operations and events in the history
 	Unknown       int            // operations whose outcome a fault hid
-	NoEffect      int            // operations whose outcome a fault hid, left out: their process wrote nothing while they ran
+	NoEffect      int            // operations whose outcome a fault hid, left out: cut before the engine claimed their time, or their process wrote nothing while they ran
+	Unclaimed     int            // of NoEffect, those cut before the engine claimed their time while their process wrote
 	Omitted       int            // operations refused on a full disk, left out of the history
 	Faults        map[string]int // faults injected, by kind (the rate flags' names; midop-cut counts armed cuts that fell)
 	VirtualMillis int64          // true virtual time the run covered
