@@ -1,6 +1,7 @@
 package state
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -112,4 +113,59 @@ func TestNativeRepairRewritesThePages(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, fmt.Sprint(i), v.String())
 	}
+}
+
+// TestNativeRepairLeavesPagesBehindAnOldSnapshot: a reader that keeps an
+// older snapshot stops every checkpoint short of the WAL's end, so Open's
+// page repair cannot run; it tries until the busy timeout, then Open goes
+// on without it (what is not promised), and every key stays readable. Once
+// the reader is gone, the next Open repairs.
+func TestNativeRepairLeavesPagesBehindAnOldSnapshot(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.state")
+	a, err := Open(path, WithoutBackground())
+	require.NoError(t, err)
+	defer a.Close()
+	require.NoError(t, a.Set(ctx, "before", 1))
+
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer raw.Close()
+	reader, err := raw.Conn(ctx)
+	require.NoError(t, err)
+	defer reader.Close()
+	_, err = reader.ExecContext(ctx, `BEGIN`)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, reader.QueryRowContext(ctx, `SELECT count(*) FROM kv`).Scan(&n))
+	for i := range 20 {
+		require.NoError(t, a.Set(ctx, fmt.Sprintf("k%d", i), i))
+	}
+
+	const budget = 100 * time.Millisecond
+	began := time.Now()
+	b, err := Open(path, WithBusyTimeout(budget))
+	took := time.Since(began)
+	require.NoError(t, err, "Open goes on without the page repair")
+	assert.GreaterOrEqual(t, took, budget, "the repair tried for the busy timeout")
+	assert.Less(t, took, time.Minute, "and then stopped")
+	v, err := b.Get(ctx, "k19")
+	require.NoError(t, err)
+	assert.Equal(t, "19", v.String())
+	require.NoError(t, b.Close())
+
+	_, err = reader.ExecContext(ctx, `COMMIT`)
+	require.NoError(t, err)
+	require.NoError(t, reader.Close())
+	var busy, frames, copied int64
+	require.NoError(t, a.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "the whole WAL is in the file: the next checkpoint writes nothing")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(path, old, old))
+	c, err := Open(path)
+	require.NoError(t, err)
+	defer c.Close()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().After(old), "with the reader gone, Open repaired")
 }
