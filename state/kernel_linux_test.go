@@ -3,7 +3,8 @@
 package state_test
 
 // Tests on the real kernel: a tmpfs that fills up, an ext4 loop device
-// mounted read-only or forced read-only under an open handle, a process
+// mounted read-only, forced read-only or shut down as by a power cut
+// (kernel_powercut_linux_test.go) under an open handle, a process
 // with few file descriptors, a lock holder stopped with SIGSTOP, a lease
 // holder paused past its ttl, a 0400 file opened by another user. Those
 // that mount file systems, attach loop devices or change user need root;
