@@ -31,7 +31,7 @@ const (
 	ext4IocShutdown  = 0x8004587D
 	ext4NoLogFlush   = 2
 	powerCutRounds   = 8
-	powerCutWorkers  = 3 // goroutines granting leases, and as many incrementing
+	powerCutWorkers  = 3 // goroutines granting leases, as many granting inside Update, and as many incrementing
 	powerCutMaxGrant = 40
 )
 
@@ -56,7 +56,8 @@ func shutdownExt4(dir string) error {
 // the cut fails with ErrIO; Close returns and leaves no descriptor open
 // (the file system unmounts); mounted again, the file checks clean, every
 // acknowledged lease grant is there (a name's last token is at least the
-// highest acknowledged, so the next grant's is higher), and the counter
+// highest acknowledged, so the next grant's is higher; grants inside
+// Update too, which the engine syncs itself), and the counter
 // holds a prefix of its increments: every one acknowledged before a grant
 // that was acknowledged was called (a grant's sync makes every commit
 // before it durable), every acknowledged one with WithSync(SyncFull),
@@ -158,7 +159,7 @@ func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n
 	// Every verb runs under gate's read lock, and the cut under its write
 	// lock: no verb is in flight at the cut (see TestKernelPowerCut).
 	var gate sync.RWMutex
-	errs := make(chan error, 2*powerCutWorkers)
+	errs := make(chan error, 3*powerCutWorkers)
 	stop := func(err error) {
 		if !cut.Load() {
 			errs <- fmt.Errorf("before the cut: %w", err)
@@ -194,6 +195,35 @@ func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n
 					stop(err)
 					return
 				}
+			}
+		})
+		wg.Go(func() {
+			// A grant inside Update: it commits, then the engine syncs
+			// the WAL itself before Update returns.
+			name := fmt.Sprintf("r%d-tx%d", round, g)
+			for i := 0; ; i++ {
+				gate.RLock()
+				before := r.acked.Load()
+				var token int64
+				err := db.Update(ctx, func(tx *state.Tx) error {
+					l, err := tx.Lease(name, fmt.Sprintf("o%d", i), time.Minute)
+					if err != nil {
+						return err
+					}
+					token = l.Token
+					return tx.Release(l)
+				})
+				gate.RUnlock()
+				if err != nil {
+					stop(err)
+					return
+				}
+				mu.Lock()
+				r.granted[name] = max(r.granted[name], token)
+				mu.Unlock()
+				for d := r.durable.Load(); d < before && !r.durable.CompareAndSwap(d, before); d = r.durable.Load() {
+				}
+				r.grants.Add(1)
 			}
 		})
 		wg.Go(func() {
