@@ -123,7 +123,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 			}
 			if fatal(err) {
 				db.lock()
-				db.note(fmt.Errorf("checkpoint: %w", err))
+				db.note(fmt.Errorf("checkpoint: %w", db.explain(c.conn, err))) // its own connection's cause
 				db.unlock()
 			}
 			return
@@ -147,7 +147,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 	frames, copied, err := c.runLast(db)
 	if err != nil {
 		if fatal(err) {
-			db.note(fmt.Errorf("checkpoint: %w", err))
+			db.note(fmt.Errorf("checkpoint: %w", db.explain(c.conn, err)))
 		}
 		return
 	}

@@ -86,6 +86,8 @@ var (
 	// ErrCorrupt is returned when the file's content is damaged, or when
 	// another program damaged the -wal or -shm file beside it (see
 	// DB.Check). The handle then refuses every further call, as with ErrIO.
+	// A read the disk failed is ErrIO, though SQLite reports it as
+	// corruption.
 	ErrCorrupt = errors.New("statekit: file is corrupt")
 
 	// ErrUnavailable is returned by a store opened from a URL (redis://)
@@ -239,7 +241,9 @@ func fatal(err error) bool {
 // cause, once: for an I/O error, the operating system's error SQLite saw on
 // conn (or, through WithFS, the error the FS returned); a write the file
 // system refused for being read-only or for lack of permission is then an
-// ErrReadOnly too. Callers hold mu, right after the failed statement.
+// ErrReadOnly too. A corruption that is a read the disk failed is an ErrIO
+// wrapping the errno instead. Callers hold mu, right after the failed
+// statement.
 func (db *DB) explain(conn *sql.Conn, err error) error {
 	if err == nil || explained(err) {
 		return err
@@ -268,6 +272,18 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 			return &causeError{msg: fmt.Sprintf("%v (cause: %s)", err, errnoText(errno)), errs: []error{err, cause}}
 		}
 		return &causeError{msg: fmt.Sprintf("%v (cause: %v)", err, cause), errs: []error{err, cause}}
+	case errors.Is(err, ErrCorrupt) && sqliteCode(err) == sqliteCorrupt && db.vfsName == "":
+		// A read the disk failed, which SQLite calls corruption
+		// (readerrno.go); else damage, as SQLite says.
+		errno := readErrno(conn)
+		if errno == 0 {
+			return err
+		}
+		return &causeError{
+			msg: fmt.Sprintf("%v: a read of the file failed: %s; SQLite reports it as %q, but the failed read is "+
+				"the cause: the file may be sound once the disk answers again", ErrIO, errnoText(errno), sqliteText(err)),
+			errs: []error{ErrIO, errno},
+		}
 	case errors.Is(err, ErrBusy) && (sqliteCode(err) == sqliteBusy || sqliteCode(err) == sqliteLocked):
 		return &causeError{
 			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v, counted from the call)",
