@@ -711,7 +711,17 @@ func (db *DB) openCause(err error, mark uint64) error {
 			return fmt.Errorf("open %s: %w", db.path, cannotCreateSidecars(derr, err))
 		}
 	case errors.Is(err, ErrIO):
-		return db.explain(db.conn, err)
+		if e := db.explain(db.conn, err); explained(e) {
+			return e
+		}
+		if sqliteExtendedCode(err) == sqliteIOErr {
+			if errno := db.openReadErrno(); errno != 0 {
+				return &causeError{
+					msg:  fmt.Sprintf("%v (cause: a read of the file failed: %s)", err, errnoText(errno)),
+					errs: []error{err, errno},
+				}
+			}
+		}
 	}
 	return err
 }

@@ -231,6 +231,16 @@ func sqliteCode(err error) int {
 	return 0
 }
 
+// sqliteExtendedCode returns the extended result code of the SQLite error
+// in err's chain, or 0 when there is none.
+func sqliteExtendedCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
 // fatal reports whether err leaves the handle unusable: after an I/O error
 // or corruption the engine never carries on as if nothing happened.
 func fatal(err error) bool {

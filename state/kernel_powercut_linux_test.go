@@ -101,7 +101,7 @@ func TestKernelPowerCut(t *testing.T) {
 		}
 		db, err := state.Open(path, opts...)
 		require.NoError(t, err, "round %d", round)
-		r := powerCutRound(t, ctx, db, round, n, 1+rng.IntN(powerCutMaxGrant), dir)
+		r := powerCutRound(t, ctx, db, round, n, 1+rng.IntN(powerCutMaxGrant), path)
 		require.NoError(t, remountLoop(dir, dev), "round %d: every descriptor on the file system closed", round)
 
 		check, err := state.Open(path)
@@ -151,9 +151,12 @@ type powerCutResult struct {
 
 // powerCutRound runs grants and releases, and increments of n (which
 // holds from before), on db until cutAfter grants were acknowledged, cuts
-// the power of the file system at dir, and waits for every goroutine to
-// stop at its first error, which must be ErrIO. It closes db.
-func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n int64, cutAfter int, dir string) *powerCutResult {
+// the power of the file system of db's file at path, and waits for every
+// goroutine to stop at its first error, which must be ErrIO. An Open
+// beside db then, and one after db's Close, must fail naming the errno of
+// the dead disk. It closes db.
+func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n int64, cutAfter int, path string) *powerCutResult {
+	dir := filepath.Dir(path)
 	r := &powerCutResult{granted: map[string]int64{}}
 	r.acked.Store(n)
 	r.durable.Store(n)
@@ -260,7 +263,18 @@ func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n
 	for err := range errs {
 		t.Errorf("round %d: %v", round, err)
 	}
+	beside, err := state.Open(path)
+	if err == nil {
+		_ = beside.Close()
+	}
+	assert.ErrorIs(t, err, state.ErrIO, "round %d: Open beside the handle after the cut", round)
+	assert.ErrorIs(t, err, syscall.EIO, "round %d: Open beside the handle after the cut", round)
 	_ = db.Close() // fails: the disk is gone; it must return and close every descriptor
+	alone, err := state.Open(path)
+	if err == nil {
+		_ = alone.Close()
+	}
+	assert.ErrorIs(t, err, syscall.EIO, "round %d: Open after the handle's Close", round)
 	return r
 }
 

@@ -2,6 +2,7 @@ package state
 
 import (
 	"database/sql"
+	"errors"
 	"syscall"
 	"unsafe"
 
@@ -89,3 +90,24 @@ func readFailure(errno int32) syscall.Errno {
 // cmem returns the address p, memory of libc's allocator (never the Go
 // heap), as an unsafe.Pointer, as state/vfs does for its C memory.
 func cmem(p uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+
+// openReadErrno returns the errno of a read of the database file's header
+// through the process's descriptor of it (dbfile.go), or 0 when the read
+// succeeds or fails without one. A connection that fails to open has no
+// extended result codes yet: a header read the disk failed comes back as a
+// bare SQLITE_IOERR, "disk I/O error (10)", with no errno kept anywhere
+// (an Open beside a handle, after an ext4 file system was shut down under
+// both: TestKernelPowerCut). Reading the header again is the call that
+// failed, done once more.
+func (db *DB) openReadErrno() syscall.Errno {
+	if db.file == nil || db.file.f == nil {
+		return 0
+	}
+	var header [100]byte
+	_, err := db.file.f.ReadAt(header[:], 0)
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return 0
+}
