@@ -112,9 +112,14 @@ func mountTmpfs(t *testing.T, size string) string {
 // device's name (loop0).
 func mountLoopExt4(t *testing.T, mb int, opts string) (dir, dev string) {
 	t.Helper()
+	return mountLoopExt4At(t, filepath.Join(t.TempDir(), "disk.img"), mb, opts)
+}
+
+// mountLoopExt4At is mountLoopExt4 with the file system's image at img.
+func mountLoopExt4At(t *testing.T, img string, mb int, opts string) (dir, dev string) {
+	t.Helper()
 	needRoot(t)
 	needTools(t, "mkfs.ext4", "losetup", "mount", "umount")
-	img := filepath.Join(t.TempDir(), "disk.img")
 	require.NoError(t, os.WriteFile(img, nil, 0o600))
 	require.NoError(t, os.Truncate(img, int64(mb)<<20))
 	if out, err := run("mkfs.ext4", "-q", "-F", img); err != nil {

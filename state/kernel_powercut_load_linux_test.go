@@ -1,0 +1,194 @@
+//go:build linux
+
+package state_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/require"
+)
+
+// The load of the power-cut tests on one handle, and what it was answered.
+
+// powerCutWorkers is how many goroutines grant leases, as many grant
+// inside Update, and as many increment.
+const powerCutWorkers = 3
+
+// powerCutResult is what one round's verbs were answered.
+type powerCutResult struct {
+	mu      sync.Mutex       // guards granted
+	granted map[string]int64 // the highest token acknowledged per name
+	grants  atomic.Int64     // grants acknowledged
+	called  atomic.Int64     // increments called
+	acked   atomic.Int64     // the highest value an increment returned
+	durable atomic.Int64     // the highest value returned before an acknowledged grant was called
+}
+
+// newPowerCutResult starts a round on a counter that holds n.
+func newPowerCutResult(n int64) *powerCutResult {
+	r := &powerCutResult{granted: map[string]int64{}}
+	r.acked.Store(n)
+	r.durable.Store(n)
+	return r
+}
+
+// snapshot copies what had been acknowledged so far: every answer in the
+// copy came before the call.
+func (r *powerCutResult) snapshot() *powerCutResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := newPowerCutResult(0)
+	for name, token := range r.granted {
+		c.granted[name] = token
+	}
+	c.grants.Store(r.grants.Load())
+	c.called.Store(r.called.Load())
+	c.acked.Store(r.acked.Load())
+	c.durable.Store(r.durable.Load())
+	return c
+}
+
+// grantAcked records a grant of token on name, called when the counter's
+// highest acknowledged value was before.
+func (r *powerCutResult) grantAcked(name string, token, before int64) {
+	r.mu.Lock()
+	r.granted[name] = max(r.granted[name], token)
+	r.mu.Unlock()
+	raise(&r.durable, before)
+	r.grants.Add(1)
+}
+
+// raise sets a to v if v is higher.
+func raise(a *atomic.Int64, v int64) {
+	for old := a.Load(); old < v && !a.CompareAndSwap(old, v); old = a.Load() {
+	}
+}
+
+// grantKinds are the ways a load grants leases.
+type grantKinds int
+
+const (
+	leaseGrants  grantKinds = 1 << iota // Lease, then Release
+	updateGrants                        // Lease and Release inside Update: it commits, then the engine syncs the WAL itself
+	bothGrants   = leaseGrants | updateGrants
+)
+
+// String names the kinds for a log.
+func (k grantKinds) String() string {
+	switch k {
+	case leaseGrants:
+		return "Lease"
+	case updateGrants:
+		return "Update"
+	}
+	return "Lease and Update"
+}
+
+// powerCutLoad runs, on db, powerCutWorkers goroutines of each kind: grants
+// of each of kinds, and increments of "n". Each holds gate around every
+// verb and stops at its first error, which it hands to stop, or before its
+// next verb once quit is set. wait waits for all of them.
+func powerCutLoad(ctx context.Context, db *state.DB, round int, kinds grantKinds, r *powerCutResult, gate sync.Locker, quit *atomic.Bool, stop func(error)) (wait func()) {
+	var wg sync.WaitGroup
+	for g := range powerCutWorkers {
+		if kinds&leaseGrants != 0 {
+			wg.Go(func() {
+				name := fmt.Sprintf("r%d-job%d", round, g)
+				for i := 0; !quit.Load(); i++ {
+					gate.Lock()
+					before := r.acked.Load()
+					l, err := db.Lease(ctx, name, fmt.Sprintf("o%d", i), time.Minute)
+					gate.Unlock()
+					if err != nil {
+						stop(err)
+						return
+					}
+					r.grantAcked(name, l.Token, before)
+					gate.Lock()
+					err = db.Release(ctx, l)
+					gate.Unlock()
+					if err != nil {
+						stop(err)
+						return
+					}
+				}
+			})
+		}
+		if kinds&updateGrants != 0 {
+			wg.Go(func() {
+				name := fmt.Sprintf("r%d-tx%d", round, g)
+				for i := 0; !quit.Load(); i++ {
+					gate.Lock()
+					before := r.acked.Load()
+					var token int64
+					err := db.Update(ctx, func(tx *state.Tx) error {
+						l, err := tx.Lease(name, fmt.Sprintf("o%d", i), time.Minute)
+						if err != nil {
+							return err
+						}
+						token = l.Token
+						return tx.Release(l)
+					})
+					gate.Unlock()
+					if err != nil {
+						stop(err)
+						return
+					}
+					r.grantAcked(name, token, before)
+				}
+			})
+		}
+		wg.Go(func() {
+			for !quit.Load() {
+				gate.Lock()
+				r.called.Add(1)
+				v, err := db.Incr(ctx, "n")
+				gate.Unlock()
+				if err != nil {
+					stop(err)
+					return
+				}
+				raise(&r.acked, v)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// openAfterCut opens the file at path after a power cut, checks it clean,
+// and returns each lease name's token and the counter "n" (0 when unset).
+func openAfterCut(t *testing.T, ctx context.Context, path string, round int) (tokens map[string]int64, n int64) {
+	t.Helper()
+	db, err := state.Open(path)
+	require.NoError(t, err, "round %d: open after the cut", round)
+	defer func() { require.NoError(t, db.Close()) }()
+	findings, err := db.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findings, "round %d", round)
+	tokens = map[string]int64{}
+	require.NoError(t, db.Leases(ctx, true, func(l state.LeaseInfo) error {
+		tokens[l.Name] = l.Token
+		return nil
+	}))
+	v, err := db.Get(ctx, "n")
+	if errors.Is(err, state.ErrNotFound) {
+		return tokens, 0
+	}
+	require.NoError(t, err)
+	n, ok := v.Int()
+	require.True(t, ok, "the counter holds an integer: %v", v)
+	return tokens, n
+}
+
+// noGate is the gate of a load whose verbs may be in flight at the cut.
+type noGate struct{}
+
+func (noGate) Lock()   {}
+func (noGate) Unlock() {}
