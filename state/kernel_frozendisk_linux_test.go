@@ -58,27 +58,9 @@ var unsynced = make([]byte, 64<<10)
 // is real. A seed, logged, picks where the rounds cut;
 // STATEKIT_POWERCUT_SEED sets it.
 func TestKernelPowerCutInFlight(t *testing.T) {
-	needRoot(t)
-	needTools(t, "fsfreeze", "cp")
-	store, _ := mountLoopExt4(t, 320, "defaults")
-	// The disk has no cache to lose: the freeze keeps every write the
-	// loop device completed. So the file system under test need not send
-	// it flushes (barrier=0), each of which would sync the store's file
-	// through two file systems; its syncs still wait for every write and
-	// order its journal the same way.
-	// 128 MiB: the WAL may grow to 16,000 pages of 4 KiB before the
-	// handle checkpoints it itself.
-	dir, dev := mountLoopExt4At(t, filepath.Join(store, "disk.img"), 128, "barrier=0")
-	t.Cleanup(func() { _, _ = run("fsfreeze", "-u", store) }) // a round that failed frozen
-	snap := filepath.Join(t.TempDir(), "cut.img")
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("STATEKIT_POWERCUT_SEED"); s != "" {
-		_, err := fmt.Sscan(s, &seed)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (STATEKIT_POWERCUT_SEED=%d cuts where this run did)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	path := filepath.Join(dir, "app.state")
+	disk := mountFreezable(t)
+	rng := powerCutRand(t)
+	path := filepath.Join(disk.dir, "app.state")
 	ctx := t.Context()
 	var n int64 // the counter as the last round's cut left it
 	lost := 0
@@ -104,20 +86,7 @@ func TestKernelPowerCutInFlight(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		acked := r.snapshot() // every answer in it came before the cut
-		// Written and never synced: the cut must take it back (the
-		// disk is not simply copied as the page cache holds it). A new
-		// file each round: ext4 writes a file truncated and written
-		// again out at its close (auto_da_alloc).
-		marker := filepath.Join(dir, fmt.Sprintf("unsynced-%d", round))
-		require.NoError(t, os.WriteFile(marker, unsynced, 0o600))
-		if out, err := run("fsfreeze", "-f", store); err != nil {
-			t.Fatalf("round %d: fsfreeze: %s", round, out)
-		}
-		out, cpErr := run("cp", "--sparse=always", filepath.Join(store, "disk.img"), snap)
-		if out, err := run("fsfreeze", "-u", store); err != nil {
-			t.Fatalf("round %d: thaw: %s", round, out)
-		}
-		require.NoError(t, cpErr, "round %d: copy of the frozen disk: %s", round, out)
+		disk.cut(t, round)
 		called := r.called.Load() // every increment the copy can hold was called by now
 		quit.Store(true)
 		wait()
@@ -126,11 +95,7 @@ func TestKernelPowerCutInFlight(t *testing.T) {
 			t.Errorf("round %d: the disk only paused: %v", round, err)
 		}
 		require.NoError(t, db.Close(), "round %d", round)
-		require.NoError(t, restoreDisk(dir, dev, snap), "round %d", round)
-
-		if b, err := os.ReadFile(marker); err == nil {
-			require.Less(t, len(b), len(unsynced), "round %d: a file written just before the cut, never synced, is there after it", round)
-		}
+		disk.reboot(t, round)
 		tokens, got := openAfterCut(t, ctx, path, round)
 		for name, token := range acked.granted {
 			assert.GreaterOrEqual(t, tokens[name], token, "round %d: %s was granted token %d and acknowledged", round, name, token)
@@ -149,29 +114,84 @@ func TestKernelPowerCutInFlight(t *testing.T) {
 	t.Logf("%d acknowledged NORMAL increments lost in all", lost)
 }
 
-// restoreDisk unmounts dir, writes the image img onto the loop device dev
-// under it, and mounts dev at dir again: the machine comes back with the
-// disk as the cut left it, and the file system replays its journal.
-func restoreDisk(dir, dev, img string) error {
-	if out, err := run("umount", dir); err != nil {
-		return fmt.Errorf("umount: %s: %w", out, err)
+// frozenDisk is an ext4 file system (dir) on a loop device (dev) whose
+// image is a file on a second ext4 (store), which cut freezes to copy the
+// image to snap, the disk as a power cut at that instant leaves it.
+type frozenDisk struct {
+	store, dir, dev, snap string
+	marker                string // written just before the latest cut, never synced
+}
+
+// mountFreezable mounts a frozenDisk.
+func mountFreezable(t *testing.T) *frozenDisk {
+	t.Helper()
+	needRoot(t)
+	needTools(t, "fsfreeze", "cp")
+	store, _ := mountLoopExt4(t, 320, "defaults")
+	// The disk has no cache to lose: the freeze keeps every write the
+	// loop device completed. So the file system under test need not send
+	// it flushes (barrier=0), each of which would sync the store's file
+	// through two file systems; its syncs still wait for every write and
+	// order its journal the same way. 128 MiB: the WAL may grow to
+	// 16,000 pages of 4 KiB before a handle checkpoints it itself.
+	dir, dev := mountLoopExt4At(t, filepath.Join(store, "disk.img"), 128, "barrier=0")
+	t.Cleanup(func() { _, _ = run("fsfreeze", "-u", store) }) // a round that failed frozen
+	return &frozenDisk{store: store, dir: dir, dev: dev, snap: filepath.Join(t.TempDir(), "cut.img")}
+}
+
+// cut copies the disk as it is at an instant: it freezes the store, copies
+// the image, and thaws the store, after which the file system under test
+// goes on as if it had only paused. First it writes a file of its own
+// without a sync, which the cut must take back (reboot checks): the disk
+// is not simply copied as the page cache holds it. A new file each round:
+// ext4 writes out a file truncated and written again at its close
+// (auto_da_alloc).
+func (d *frozenDisk) cut(t *testing.T, round int) {
+	t.Helper()
+	d.marker = filepath.Join(d.dir, fmt.Sprintf("unsynced-%d", round))
+	require.NoError(t, os.WriteFile(d.marker, unsynced, 0o600))
+	if out, err := run("fsfreeze", "-f", d.store); err != nil {
+		t.Fatalf("round %d: fsfreeze: %s", round, out)
 	}
-	src, err := os.Open(img)
-	if err != nil {
-		return err
+	out, cpErr := run("cp", "--sparse=always", filepath.Join(d.store, "disk.img"), d.snap)
+	if out, err := run("fsfreeze", "-u", d.store); err != nil {
+		t.Fatalf("round %d: thaw: %s", round, out)
 	}
+	require.NoError(t, cpErr, "round %d: copy of the frozen disk: %s", round, out)
+}
+
+// reboot unmounts the file system under test (every descriptor on it must
+// be closed), writes the copy cut made onto its loop device, and mounts it
+// again: the machine comes back with the disk as the cut left it, and the
+// file system replays its journal. The unsynced file must be gone.
+func (d *frozenDisk) reboot(t *testing.T, round int) {
+	t.Helper()
+	if out, err := run("umount", d.dir); err != nil {
+		t.Fatalf("round %d: umount: %s", round, out)
+	}
+	src, err := os.Open(d.snap)
+	require.NoError(t, err)
 	defer src.Close()
-	dst, err := os.OpenFile("/dev/"+dev, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
+	dst, err := os.OpenFile("/dev/"+d.dev, os.O_WRONLY, 0)
+	require.NoError(t, err)
 	_, err = io.Copy(dst, src)
-	err = errors.Join(err, dst.Sync(), dst.Close())
-	if err != nil {
-		return fmt.Errorf("write the image to /dev/%s: %w", dev, err)
+	require.NoError(t, errors.Join(err, dst.Sync(), dst.Close()), "round %d: write the image to /dev/%s", round, d.dev)
+	if out, err := run("mount", "/dev/"+d.dev, d.dir); err != nil {
+		t.Fatalf("round %d: mount: %s", round, out)
 	}
-	if out, err := run("mount", "/dev/"+dev, dir); err != nil {
-		return fmt.Errorf("mount: %s: %w", out, err)
+	if b, err := os.ReadFile(d.marker); err == nil {
+		require.Less(t, len(b), len(unsynced), "round %d: a file written just before the cut, never synced, is there after it", round)
 	}
-	return nil
+}
+
+// powerCutRand is the seeded source that picks where a test's rounds cut:
+// STATEKIT_POWERCUT_SEED, or the time; logged.
+func powerCutRand(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("STATEKIT_POWERCUT_SEED"); s != "" {
+		_, err := fmt.Sscan(s, &seed)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d (STATEKIT_POWERCUT_SEED=%d cuts where this run did)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0))
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,13 +81,7 @@ func TestKernelPowerCut(t *testing.T) {
 	if err := shutdownCheck(t, dir); err != nil {
 		t.Skipf("this kernel cannot shut ext4 down: %v", err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("STATEKIT_POWERCUT_SEED"); s != "" {
-		_, err := fmt.Sscan(s, &seed)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (STATEKIT_POWERCUT_SEED=%d cuts where this run did)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := powerCutRand(t)
 	path := filepath.Join(dir, "app.state")
 	ctx := t.Context()
 	var n int64 // the counter as the last round found it
@@ -285,9 +278,7 @@ func TestKernelPowerCutProcesses(t *testing.T) {
 	if err := shutdownCheck(t, dir); err != nil {
 		t.Skipf("this kernel cannot shut ext4 down: %v", err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := powerCutRand(t)
 	path := filepath.Join(dir, "app.state")
 	ctx := t.Context()
 	const procs = 3
