@@ -92,7 +92,8 @@ func (k grantKinds) String() string {
 }
 
 // powerCutLoad runs, on db, powerCutWorkers goroutines of each kind: grants
-// of each of kinds, and increments of "n". Each holds gate around every
+// of each of kinds, and increments of "n", each followed by a Set of
+// "seen" to the value it returned. Each holds gate around every
 // verb and stops at its first error, which it hands to stop, or before its
 // next verb once quit is set. wait waits for all of them.
 func powerCutLoad(ctx context.Context, db *state.DB, round int, kinds grantKinds, r *powerCutResult, gate sync.Locker, quit *atomic.Bool, stop func(error)) (wait func()) {
@@ -156,14 +157,25 @@ func powerCutLoad(ctx context.Context, db *state.DB, round int, kinds grantKinds
 					return
 				}
 				raise(&r.acked, v)
+				// A later commit: where it survives, the increment
+				// before it must (openAfterCut).
+				gate.Lock()
+				err = db.Set(ctx, "seen", v)
+				gate.Unlock()
+				if err != nil {
+					stop(err)
+					return
+				}
 			}
 		})
 	}
 	return wg.Wait
 }
 
-// openAfterCut opens the file at path after a power cut, checks it clean,
-// and returns each lease name's token and the counter "n" (0 when unset).
+// openAfterCut opens the file at path after a power cut, checks it clean
+// and that what survived is a prefix of the commits ("seen", set after an
+// increment returned it, is not ahead of the counter), and returns each
+// lease name's token and the counter "n" (0 when unset).
 func openAfterCut(t *testing.T, ctx context.Context, path string, round int) (tokens map[string]int64, n int64) {
 	t.Helper()
 	db, err := state.Open(path)
@@ -177,14 +189,23 @@ func openAfterCut(t *testing.T, ctx context.Context, path string, round int) (to
 		tokens[l.Name] = l.Token
 		return nil
 	}))
-	v, err := db.Get(ctx, "n")
+	n = getInt(t, ctx, db, "n")
+	seen := getInt(t, ctx, db, "seen")
+	require.LessOrEqual(t, seen, n, "round %d: the Set after the increment that returned %d survived, the increment did not", round, seen)
+	return tokens, n
+}
+
+// getInt reads the integer at key, 0 when there is none.
+func getInt(t *testing.T, ctx context.Context, db *state.DB, key string) int64 {
+	t.Helper()
+	v, err := db.Get(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return tokens, 0
+		return 0
 	}
 	require.NoError(t, err)
-	n, ok := v.Int()
-	require.True(t, ok, "the counter holds an integer: %v", v)
-	return tokens, n
+	i, ok := v.Int()
+	require.True(t, ok, "%s holds an integer: %v", key, v)
+	return i
 }
 
 // noGate is the gate of a load whose verbs may be in flight at the cut.
