@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 
 // A power cut with verbs in flight, on the real kernel. The file lives on
 // ext4 on a loop device whose image is a file on a second ext4 (the
-// store). Freezing the store (fsfreeze) stops the disk at an instant:
+// store). Freezing the store (FIFREEZE, as fsfreeze does) stops the disk
+// at an instant:
 // every write the loop device completed is in the image, every later one
 // waits, and the file system under test keeps what it had not written
 // back in its page cache, as a machine that lost power does. A copy of
@@ -126,7 +128,7 @@ type frozenDisk struct {
 func mountFreezable(t *testing.T) *frozenDisk {
 	t.Helper()
 	needRoot(t)
-	needTools(t, "fsfreeze", "cp")
+	needTools(t, "cp")
 	store, _ := mountLoopExt4(t, 320, "defaults")
 	// The disk has no cache to lose: the freeze keeps every write the
 	// loop device completed. So the file system under test need not send
@@ -135,7 +137,7 @@ func mountFreezable(t *testing.T) *frozenDisk {
 	// order its journal the same way. 128 MiB: the WAL may grow to
 	// 16,000 pages of 4 KiB before a handle checkpoints it itself.
 	dir, dev := mountLoopExt4At(t, filepath.Join(store, "disk.img"), 128, "barrier=0")
-	t.Cleanup(func() { _, _ = run("fsfreeze", "-u", store) }) // a round that failed frozen
+	t.Cleanup(func() { _ = freeze(store, false) }) // a round that failed frozen
 	return &frozenDisk{store: store, dir: dir, dev: dev, snap: filepath.Join(t.TempDir(), "cut.img")}
 }
 
@@ -150,13 +152,9 @@ func (d *frozenDisk) cut(t *testing.T, round int) {
 	t.Helper()
 	d.marker = filepath.Join(d.dir, fmt.Sprintf("unsynced-%d", round))
 	require.NoError(t, os.WriteFile(d.marker, unsynced, 0o600))
-	if out, err := run("fsfreeze", "-f", d.store); err != nil {
-		t.Fatalf("round %d: fsfreeze: %s", round, out)
-	}
+	require.NoError(t, freeze(d.store, true), "round %d: freeze the store", round)
 	out, cpErr := run("cp", "--sparse=always", filepath.Join(d.store, "disk.img"), d.snap)
-	if out, err := run("fsfreeze", "-u", d.store); err != nil {
-		t.Fatalf("round %d: thaw: %s", round, out)
-	}
+	require.NoError(t, freeze(d.store, false), "round %d: thaw the store", round)
 	require.NoError(t, cpErr, "round %d: copy of the frozen disk: %s", round, out)
 }
 
@@ -183,6 +181,30 @@ func (d *frozenDisk) reboot(t *testing.T, round int) {
 		require.Less(t, len(b), len(unsynced), "round %d: a file written just before the cut, never synced, is there after it", round)
 	}
 }
+
+// freeze freezes the file system mounted at dir (FIFREEZE: it writes out
+// what it holds, and every later write to it waits), or thaws it (FITHAW).
+func freeze(dir string, on bool) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	req := uintptr(fiThaw)
+	if on {
+		req = fiFreeze
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, d.Fd(), req, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// FIFREEZE and FITHAW: _IOWR('X', 119, int) and _IOWR('X', 120, int).
+const (
+	fiFreeze = 0xC0045877
+	fiThaw   = 0xC0045878
+)
 
 // powerCutRand is the seeded source that picks where a test's rounds cut:
 // STATEKIT_POWERCUT_SEED, or the time; logged.
