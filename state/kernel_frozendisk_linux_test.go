@@ -122,6 +122,7 @@ func TestKernelPowerCutInFlight(t *testing.T) {
 type frozenDisk struct {
 	store, dir, dev, snap string
 	marker                string // written just before the latest cut, never synced
+	cuts                  int
 }
 
 // mountFreezable mounts a frozenDisk.
@@ -143,14 +144,21 @@ func mountFreezable(t *testing.T) *frozenDisk {
 
 // cut copies the disk as it is at an instant: it freezes the store, copies
 // the image, and thaws the store, after which the file system under test
-// goes on as if it had only paused. First it writes a file of its own
-// without a sync, which the cut must take back (reboot checks): the disk
-// is not simply copied as the page cache holds it. A new file each round:
-// ext4 writes out a file truncated and written again at its close
-// (auto_da_alloc).
+// goes on as if it had only paused. First it syncs a file of its own, as
+// another program on a busy machine would: that commits the file system's
+// journal, and with it whatever the journal held, a WAL's deletion, say.
+// Then it writes another without a sync, which the cut must take back
+// (reboot checks): the disk is not simply copied as the page cache holds
+// it. New files each cut: ext4 writes out a file truncated and written
+// again at its close (auto_da_alloc).
 func (d *frozenDisk) cut(t *testing.T, round int) {
 	t.Helper()
-	d.marker = filepath.Join(d.dir, fmt.Sprintf("unsynced-%d", round))
+	d.cuts++
+	neighbour, err := os.Create(filepath.Join(d.dir, fmt.Sprintf("synced-%d", d.cuts)))
+	require.NoError(t, err)
+	_, err = neighbour.Write([]byte("another program's sync"))
+	require.NoError(t, errors.Join(err, neighbour.Sync(), neighbour.Close()))
+	d.marker = filepath.Join(d.dir, fmt.Sprintf("unsynced-%d", d.cuts))
 	require.NoError(t, os.WriteFile(d.marker, unsynced, 0o600))
 	require.NoError(t, freeze(d.store, true), "round %d: freeze the store", round)
 	out, cpErr := run("cp", "--sparse=always", filepath.Join(d.store, "disk.img"), d.snap)
