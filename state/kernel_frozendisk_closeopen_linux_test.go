@@ -48,14 +48,8 @@ func TestKernelPowerCutInCloseAndOpen(t *testing.T) {
 		var quit atomic.Bool
 		errs := make(chan error, 3*powerCutWorkers)
 		wait := powerCutLoad(ctx, db, round, bothGrants, r, noGate{}, &quit, func(err error) { errs <- err })
-		verbs := int64(1 + rng.IntN(closeOpenMaxVerbs))
-		for giveUp := time.Now().Add(time.Minute); r.grants.Load()+r.acked.Load()-n < verbs && len(errs) == 0; {
-			if time.Now().After(giveUp) {
-				t.Errorf("round %d: %d verbs in a minute, not %d", round, r.grants.Load()+r.acked.Load()-n, verbs)
-				break
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		verbs := func() int64 { return r.grants.Load() + r.acked.Load() - n }
+		waitUntil(t, round, "verbs", int64(1+rng.IntN(closeOpenMaxVerbs)), verbs, func() bool { return len(errs) > 0 })
 		quit.Store(true)
 		wait()
 		close(errs)

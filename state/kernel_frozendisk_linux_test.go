@@ -80,13 +80,8 @@ func TestKernelPowerCutInFlight(t *testing.T) {
 		errs := make(chan error, 3*powerCutWorkers)
 		wait := powerCutLoad(ctx, db, round, kinds, r, noGate{}, &quit, func(err error) { errs <- err })
 		cutAfter := int64(1 + rng.IntN(inFlightMaxVerbs))
-		for giveUp := time.Now().Add(time.Minute); r.grants.Load()+r.acked.Load()-n < cutAfter && len(errs) == 0; {
-			if time.Now().After(giveUp) {
-				t.Errorf("round %d: %d verbs in a minute, not %d", round, r.grants.Load()+r.acked.Load()-n, cutAfter)
-				break
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		verbs := func() int64 { return r.grants.Load() + r.acked.Load() - n }
+		waitUntil(t, round, "verbs", cutAfter, verbs, func() bool { return len(errs) > 0 })
 		acked := r.snapshot() // every answer in it came before the cut
 		disk.cut(t, round)
 		called := r.called.Load() // every increment the copy can hold was called by now

@@ -13,9 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,12 +41,10 @@ func init() {
 // error or "-".
 func helperPowerCutRun(path string) int {
 	ctx := context.Background()
-	db, err := state.Open(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
+	db := helperOpen(path)
+	if db == nil {
 		return 3
 	}
-	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
 	if !in.Scan() {
 		return 4
@@ -62,28 +58,12 @@ func helperPowerCutRun(path string) int {
 	}()
 	called := 0
 	for i := 0; !quit.Load(); i++ {
-		err = func() error {
-			l, err := db.Lease(ctx, name, fmt.Sprintf("o%d", i), time.Minute)
-			if err != nil {
-				return err
-			}
-			if err := db.Release(ctx, l); err != nil {
-				return err
-			}
-			var v int64
-			for range 3 {
-				called++
-				if v, err = db.Incr(ctx, "n"); err != nil {
-					return err
-				}
-			}
-			fmt.Println("ok", l.Token, v)
-			return nil
-		}()
+		token, v, err := powerCutBatch(ctx, db, name, i, &called)
 		if err != nil {
 			fmt.Println("err", strings.ReplaceAll(err.Error(), "\n", " "))
 			break
 		}
+		fmt.Println("ok", token, v)
 	}
 	closeErr := "-"
 	if err := db.Close(); err != nil {
@@ -175,13 +155,7 @@ func TestKernelPowerCutInFlightProcesses(t *testing.T) {
 			require.NoError(t, err)
 		}
 		cutAfter := int64(1 + rng.IntN(inFlightMaxBatches))
-		for giveUp := time.Now().Add(time.Minute); batches.Load() < cutAfter; {
-			if time.Now().After(giveUp) {
-				t.Errorf("round %d: %d batches in a minute, not %d", round, batches.Load(), cutAfter)
-				break
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		waitUntil(t, round, "batches", cutAfter, batches.Load, func() bool { return false })
 		// What every process had acknowledged before the cut.
 		acked := map[string]int64{}
 		floor := n

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/statekit/statekit/state"
@@ -139,13 +138,7 @@ func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n
 	}
 	var never atomic.Bool // the workers end at the cut's ErrIO
 	wait := powerCutLoad(ctx, db, round, bothGrants, r, gate.RLocker(), &never, stop)
-	for giveUp := time.Now().Add(time.Minute); r.grants.Load() < int64(cutAfter) && len(errs) == 0; {
-		if time.Now().After(giveUp) {
-			t.Errorf("round %d: %d grants in a minute, not %d", round, r.grants.Load(), cutAfter)
-			break
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	waitUntil(t, round, "grants", int64(cutAfter), r.grants.Load, func() bool { return len(errs) > 0 })
 	gate.Lock()
 	cut.Store(true)
 	require.NoError(t, shutdownExt4(dir))
@@ -217,12 +210,10 @@ func init() {
 // which it only answers "err". "quit" closes the handle and ends it.
 func helperPowerCut(path string) int {
 	ctx := context.Background()
-	db, err := state.Open(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open:", err)
+	db := helperOpen(path)
+	if db == nil {
 		return 3
 	}
-	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
 	var failed error
 	for i := 0; in.Scan(); i++ {
@@ -232,23 +223,10 @@ func helperPowerCut(path string) int {
 			return 0
 		}
 		if failed == nil {
-			failed = func() error {
-				l, err := db.Lease(ctx, f[1], fmt.Sprintf("o%d", i), time.Minute)
-				if err != nil {
-					return err
-				}
-				if err := db.Release(ctx, l); err != nil {
-					return err
-				}
-				var v int64
-				for range 3 {
-					if v, err = db.Incr(ctx, "n"); err != nil {
-						return err
-					}
-				}
-				fmt.Println("ok", l.Token, v)
-				return nil
-			}()
+			var token, v int64
+			if token, v, failed = powerCutBatch(ctx, db, f[1], i, nil); failed == nil {
+				fmt.Println("ok", token, v)
+			}
 		}
 		if failed != nil {
 			kind := "OTHER"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,3 +214,51 @@ type noGate struct{}
 
 func (noGate) Lock()   {}
 func (noGate) Unlock() {}
+
+// waitUntil waits until count reaches want or stopped says so, for a
+// minute at most: past it, it fails the round's test, saying how many of
+// what there were.
+func waitUntil(t *testing.T, round int, what string, want int64, count func() int64, stopped func() bool) {
+	t.Helper()
+	for giveUp := time.Now().Add(time.Minute); count() < want && !stopped(); time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(giveUp) {
+			t.Errorf("round %d: %d %s in a minute, not %d", round, count(), what, want)
+			return
+		}
+	}
+}
+
+// helperOpen opens path for a helper process with the default options and
+// says "ready"; nil, after saying why on stderr, if it cannot.
+func helperOpen(path string) *state.DB {
+	db, err := state.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return nil
+	}
+	fmt.Println("ready")
+	return db
+}
+
+// powerCutBatch is a helper process's batch: it grants the lease name to
+// owner "o<i>", releases it and increments "n" three times, counting the
+// increments it calls in called (when not nil). It returns the grant's
+// token and the last increment's value.
+func powerCutBatch(ctx context.Context, db *state.DB, name string, i int, called *int) (token, v int64, err error) {
+	l, err := db.Lease(ctx, name, fmt.Sprintf("o%d", i), time.Minute)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := db.Release(ctx, l); err != nil {
+		return 0, 0, err
+	}
+	for range 3 {
+		if called != nil {
+			*called++
+		}
+		if v, err = db.Incr(ctx, "n"); err != nil {
+			return 0, 0, err
+		}
+	}
+	return l.Token, v, nil
+}
