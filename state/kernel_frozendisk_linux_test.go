@@ -40,10 +40,6 @@ const (
 	inFlightMaxVerbs = 8000
 )
 
-// unsynced is what a round writes to a file of its own just before the
-// cut, without a sync.
-var unsynced = make([]byte, 64<<10)
-
 // TestKernelPowerCutInFlight: the durability promises with verbs in
 // flight at the cut, on the native VFS and the default options with
 // several goroutines (powerCutLoad, no gate): after a random number of
@@ -143,9 +139,7 @@ func mountFreezable(t *testing.T) *frozenDisk {
 // another program on a busy machine would: that commits the file system's
 // journal, and with it whatever the journal held, a WAL's deletion, say.
 // Then it writes another without a sync, which the cut must take back
-// (reboot checks): the disk is not simply copied as the page cache holds
-// it. New files each cut: ext4 writes out a file truncated and written
-// again at its close (auto_da_alloc).
+// (writeUnsynced; reboot checks). A new file each cut (auto_da_alloc).
 func (d *frozenDisk) cut(t *testing.T, round int) {
 	t.Helper()
 	d.cuts++
@@ -153,8 +147,7 @@ func (d *frozenDisk) cut(t *testing.T, round int) {
 	require.NoError(t, err)
 	_, err = neighbour.Write([]byte("another program's sync"))
 	require.NoError(t, errors.Join(err, neighbour.Sync(), neighbour.Close()))
-	d.marker = filepath.Join(d.dir, fmt.Sprintf("unsynced-%d", d.cuts))
-	require.NoError(t, os.WriteFile(d.marker, unsynced, 0o600))
+	d.marker = writeUnsynced(t, d.dir, d.cuts)
 	require.NoError(t, freeze(d.store, true), "round %d: freeze the store", round)
 	out, cpErr := run("cp", "--sparse=always", filepath.Join(d.store, "disk.img"), d.snap)
 	require.NoError(t, freeze(d.store, false), "round %d: thaw the store", round)
@@ -180,9 +173,7 @@ func (d *frozenDisk) reboot(t *testing.T, round int) {
 	if out, err := run("mount", "/dev/"+d.dev, d.dir); err != nil {
 		t.Fatalf("round %d: mount: %s", round, out)
 	}
-	if b, err := os.ReadFile(d.marker); err == nil {
-		require.Less(t, len(b), len(unsynced), "round %d: a file written just before the cut, never synced, is there after it", round)
-	}
+	unsyncedGone(t, d.marker, round)
 }
 
 // freeze freezes the file system mounted at dir (FIFREEZE: it writes out

@@ -95,6 +95,7 @@ func TestKernelPowerCut(t *testing.T) {
 		require.NoError(t, err, "round %d", round)
 		r := powerCutRound(t, ctx, db, round, n, 1+rng.IntN(powerCutMaxGrant), path)
 		require.NoError(t, remountLoop(dir, dev), "round %d: every descriptor on the file system closed", round)
+		unsyncedGone(t, r.unsynced, round)
 
 		tokens, got := openAfterCut(t, ctx, path, round)
 		for name, acked := range r.granted {
@@ -139,6 +140,7 @@ func powerCutRound(t *testing.T, ctx context.Context, db *state.DB, round int, n
 	var never atomic.Bool // the workers end at the cut's ErrIO
 	wait := powerCutLoad(ctx, db, round, bothGrants, r, gate.RLocker(), &never, stop)
 	waitUntil(t, round, "grants", int64(cutAfter), r.grants.Load, func() bool { return len(errs) > 0 })
+	r.unsynced = writeUnsynced(t, dir, round)
 	gate.Lock()
 	cut.Store(true)
 	require.NoError(t, shutdownExt4(dir))
@@ -290,6 +292,7 @@ func TestKernelPowerCutProcesses(t *testing.T) {
 				acked = max(acked, v)
 			}
 		}
+		marker := writeUnsynced(t, dir, round)
 		require.NoError(t, shutdownExt4(dir))
 		for _, p := range ps {
 			_, err := fmt.Fprintln(p.stdin, "batch", p.name)
@@ -309,6 +312,7 @@ func TestKernelPowerCutProcesses(t *testing.T) {
 			require.ErrorIs(t, err, io.EOF, "round %d: the helper ended", round)
 		}
 		require.NoError(t, remountLoop(dir, dev), "round %d: every descriptor on the file system closed", round)
+		unsyncedGone(t, marker, round)
 
 		tokens, got := openAfterCut(t, ctx, path, round)
 		for _, p := range ps {

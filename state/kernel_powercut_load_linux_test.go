@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,12 +25,13 @@ const powerCutWorkers = 3
 
 // powerCutResult is what one round's verbs were answered.
 type powerCutResult struct {
-	mu      sync.Mutex       // guards granted
-	granted map[string]int64 // the highest token acknowledged per name
-	grants  atomic.Int64     // grants acknowledged
-	called  atomic.Int64     // increments called
-	acked   atomic.Int64     // the highest value an increment returned
-	durable atomic.Int64     // the highest value returned before an acknowledged grant was called
+	mu       sync.Mutex       // guards granted
+	granted  map[string]int64 // the highest token acknowledged per name
+	grants   atomic.Int64     // grants acknowledged
+	called   atomic.Int64     // increments called
+	acked    atomic.Int64     // the highest value an increment returned
+	durable  atomic.Int64     // the highest value returned before an acknowledged grant was called
+	unsynced string           // the file written without a sync just before the cut (writeUnsynced)
 }
 
 // newPowerCutResult starts a round on a counter that holds n.
@@ -261,4 +263,29 @@ func powerCutBatch(ctx context.Context, db *state.DB, name string, i int, called
 		}
 	}
 	return l.Token, v, nil
+}
+
+// unsynced is what a power-cut test writes to a file of its own just
+// before a cut, without a sync (writeUnsynced).
+var unsynced = make([]byte, 64<<10)
+
+// writeUnsynced writes unsynced to a new file in dir named for cut, and
+// returns its path: the cut must take it back (unsyncedGone), which shows
+// the cut is a power cut, not a copy of what the page cache holds. A new
+// file each cut: ext4 writes out a file truncated and written again at
+// its close (auto_da_alloc).
+func writeUnsynced(t *testing.T, dir string, cut int) string {
+	t.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("unsynced-%d", cut))
+	require.NoError(t, os.WriteFile(path, unsynced, 0o600))
+	return path
+}
+
+// unsyncedGone requires the file writeUnsynced wrote at path to be gone
+// after the cut, or shorter.
+func unsyncedGone(t *testing.T, path string, round int) {
+	t.Helper()
+	if b, err := os.ReadFile(path); err == nil {
+		require.Less(t, len(b), len(unsynced), "round %d: a file written just before the cut, never synced, is there after it", round)
+	}
 }
