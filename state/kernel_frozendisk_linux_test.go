@@ -47,14 +47,16 @@ const (
 // alternating NORMAL and SyncFull, each continuing from the disk the last
 // one's cut left. Rounds grant by Lease, by Update, or both: where both
 // run, each kind's syncs make the other's commits durable too, so a grant
-// of one kind that is not synced is only seen in rounds of its own. Mounted again, the file checks clean, every grant
-// acknowledged before the cut has its token there (the next is higher),
-// and the counter holds every increment acknowledged before a grant that
-// was acknowledged before the cut was called (every one acknowledged
-// before the cut with SyncFull) and no more than were called. NORMAL
-// rounds lose acknowledged increments (the log says how many), so the cut
-// is real. A seed, logged, picks where the rounds cut;
-// STATEKIT_POWERCUT_SEED sets it.
+// of one kind that is not synced is only seen in rounds of its own.
+// Mounted again, the file checks clean (openAfterCut: what survived is a
+// prefix of the commits), every grant acknowledged before the cut has its
+// token there (the next is higher), and the counter holds every increment
+// acknowledged before a grant that was acknowledged before the cut was
+// called (every one acknowledged before the cut with SyncFull) and no more
+// than were called. A file written just before each cut without a sync is
+// gone after it, so the cut is real (some runs lose acknowledged NORMAL
+// increments too; the log says how many). A seed, logged, picks where the
+// rounds cut; STATEKIT_POWERCUT_SEED sets it.
 func TestKernelPowerCutInFlight(t *testing.T) {
 	disk := mountFreezable(t)
 	rng := powerCutRand(t)

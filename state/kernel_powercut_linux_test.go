@@ -61,9 +61,10 @@ func shutdownExt4(dir string) error {
 // holds a prefix of its increments: every one acknowledged before a grant
 // that was acknowledged was called (a grant's sync makes every commit
 // before it durable), every acknowledged one with WithSync(SyncFull),
-// which alternate rounds use, and no more than were called. Rounds lose
-// acknowledged NORMAL increments (the log says how many), so the cut is
-// real; with grants committed NORMAL the test fails.
+// which alternate rounds use, and no more than were called. A file
+// written just before each cut without a sync is gone after it, so the cut
+// is real (runs lose acknowledged NORMAL increments too; the log says how
+// many); with grants committed NORMAL the test fails.
 //
 // No verb is in flight at the cut (gate): on this kernel a write that
 // races the shutdown can take back the append a sync acknowledged just
