@@ -555,7 +555,9 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 		return fmt.Errorf("statekit: %w", err)
 	}
 	start := db.cfg.clock.Monotonic()
-	db.lock()
+	if err := db.lockCtx(ctx); err != nil {
+		return err
+	}
 	defer db.unlock()
 	if err := db.usable(a); err != nil {
 		return err
@@ -607,6 +609,43 @@ func (db *DB) lock() {
 		return
 	}
 	db.mu.Lock()
+}
+
+// lockCtx is lock for a verb's caller, who gives up when ctx ends first
+// and gets its error: a verb of the handle stuck in the kernel (a disk that
+// stalls, a file system frozen for a snapshot) holds no other caller past
+// its deadline. A caller that gives up leaves a goroutine to take the lock
+// and hand it on (unlock). Under a scheduler it is lock: the simulator's
+// contexts do not end.
+func (db *DB) lockCtx(ctx context.Context) error {
+	if db.cfg.sched != nil {
+		db.lock()
+		return nil
+	}
+	if db.mu.TryLock() {
+		return nil
+	}
+	done := ctx.Done()
+	if done == nil {
+		db.mu.Lock()
+		return nil
+	}
+	got, gaveUp := make(chan struct{}), make(chan struct{})
+	go func() {
+		db.mu.Lock()
+		select {
+		case got <- struct{}{}:
+		case <-gaveUp:
+			db.unlock()
+		}
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-done:
+		close(gaveUp)
+		return fmt.Errorf("statekit: %w", ctx.Err())
+	}
 }
 
 // usable reports why the handle cannot run a verb now, or nil. Callers hold mu.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,9 +57,10 @@ const maxGroup = 64
 
 // The states of a queued verb.
 const (
-	opWaiting int32 = iota // in the queue
-	opDone                 // run; err is its result
-	opLead                 // its caller is to take the lock and run the queue
+	opWaiting   int32 = iota // in the queue
+	opDone                   // run; err is its result
+	opLead                   // its caller is to take the lock and run the queue
+	opWithdrawn              // taken out of the queue unrun: its caller's context ended first
 )
 
 // pending is one queued verb.
@@ -70,7 +72,7 @@ type pending struct {
 	full   bool          // a lease grant: its commit is synchronous=FULL (lease.go)
 	fn     func(now int64) error
 	err    error         // the result, written before state becomes opDone
-	state  atomic.Int32  // opWaiting, opDone or opLead
+	state  atomic.Int32  // opWaiting, opDone, opLead or opWithdrawn
 	wake   chan struct{} // buffered: the state changed
 }
 
@@ -140,6 +142,19 @@ func (q *queue) waiting() bool {
 	return len(q.ops) > 0
 }
 
+// remove takes p out of the queue and reports whether it was there: a
+// leader that takes it first runs it.
+func (q *queue) remove(p *pending) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.ops, p)
+	if i < 0 {
+		return false
+	}
+	q.ops = slices.Delete(q.ops, i, i+1)
+	return true
+}
+
 // oldest returns the verb that has waited longest, or nil.
 func (q *queue) oldest() *pending {
 	q.mu.Lock()
@@ -200,16 +215,25 @@ func (db *DB) enqueue(ctx context.Context, p *pending) error {
 const followPoll = time.Millisecond
 
 // follow waits until p has run, or its caller is appointed to lead and
-// runs it.
+// runs it, or p's context ends while no leader has taken it: then p leaves
+// the queue unrun (withdraw) and its caller gets the context's error, so a
+// verb of the handle stuck in the kernel (a disk that stalls) holds no
+// queued caller past its deadline.
 func (db *DB) follow(p *pending) error {
 	if db.cfg.sched != nil {
 		return db.followScheduled(p)
 	}
 	t := time.NewTimer(followPoll)
 	defer t.Stop()
+	done := p.ctx.Done()
 	for {
 		select {
 		case <-p.wake:
+		case <-done:
+			if db.withdraw(p) {
+				return fmt.Errorf("statekit: %w", p.ctx.Err())
+			}
+			done = nil // a leader took it: it runs, and its result is the answer
 		case <-t.C:
 			t.Reset(followPoll)
 			if p.state.Load() != opDone && db.mu.TryLock() {
@@ -221,11 +245,30 @@ func (db *DB) follow(p *pending) error {
 		case opDone:
 			return p.err
 		case opLead:
-			db.mu.Lock()
+			if err := db.lockCtx(p.ctx); err != nil {
+				if db.withdraw(p) {
+					return err
+				}
+				done = nil
+				continue
+			}
 			db.lead(p)
 			return p.err
 		}
 	}
+}
+
+// withdraw takes p out of the queue unrun, if no leader has taken it, and
+// reports whether it did. A caller appointed to lead hands the appointment
+// on to the next.
+func (db *DB) withdraw(p *pending) bool {
+	if !db.q.remove(p) {
+		return false
+	}
+	if p.state.Swap(opWithdrawn) == opLead {
+		db.appointNext()
+	}
+	return true
 }
 
 // followScheduled is follow under a scheduler: p's caller waits until p
@@ -251,8 +294,24 @@ func (db *DB) followScheduled(p *pending) error {
 // free, or held by a holder that looks again when it unlocks.
 func (db *DB) unlock() {
 	db.mu.Unlock()
-	if next := db.q.oldest(); next != nil && next.state.CompareAndSwap(opWaiting, opLead) {
-		next.signal()
+	db.appointNext()
+}
+
+// appointNext appoints the caller of the oldest queued verb to lead, unless
+// one is appointed already. A verb withdrawn after the look is looked past.
+func (db *DB) appointNext() {
+	for {
+		next := db.q.oldest()
+		if next == nil {
+			return
+		}
+		if next.state.CompareAndSwap(opWaiting, opLead) {
+			next.signal()
+			return
+		}
+		if next.state.Load() != opWithdrawn {
+			return
+		}
 	}
 }
 

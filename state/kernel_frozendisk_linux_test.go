@@ -3,6 +3,7 @@
 package state_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -212,4 +213,79 @@ func powerCutRand(t *testing.T) *rand.Rand {
 	}
 	t.Logf("seed %d (STATEKIT_POWERCUT_SEED=%d cuts where this run did)", seed, seed)
 	return rand.New(rand.NewPCG(seed, 0))
+}
+
+// TestKernelStalledDisk: the disk under a handle stalls (its store frozen,
+// as a backup agent freezes a file system for a snapshot) while a lease
+// grant syncs: the grant waits in the kernel, and every other verb of the
+// handle with a deadline returns its context's error without waiting for
+// it, reads and queued writes alike. Once the disk is back the grant
+// returns and the handle works.
+func TestKernelStalledDisk(t *testing.T) {
+	disk := mountFreezable(t)
+	db, err := state.Open(filepath.Join(disk.dir, "app.state"))
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, db.Set(ctx, "a", 1))
+	require.NoError(t, freeze(disk.store, true))
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = freeze(disk.store, false)
+		}
+	}()
+	granted := make(chan error, 1)
+	go func() {
+		_, err := db.Lease(ctx, "job", "o", time.Minute)
+		granted <- err
+	}()
+	// The grant's sync waits for the disk, holding the handle's lock: a
+	// read finds it held once the grant is there.
+	for tries := 0; ; tries++ {
+		require.Less(t, tries, 1000, "the grant never held the lock")
+		require.Empty(t, granted, "the grant returned while the disk stalled")
+		err := answerWithin(t, "a Get with a 20 ms deadline", 20*time.Millisecond, func(c context.Context) error {
+			_, err := db.Get(c, "a")
+			return err
+		})
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	for name, verb := range map[string]func(context.Context) error{
+		"Get":   func(c context.Context) error { _, err := db.Get(c, "a"); return err },
+		"Set":   func(c context.Context) error { return db.Set(c, "b", 2) },
+		"Incr":  func(c context.Context) error { _, err := db.Incr(c, "n"); return err },
+		"Lease": func(c context.Context) error { _, err := db.Lease(c, "other", "o", time.Minute); return err },
+	} {
+		err := answerWithin(t, name+" with a 200 ms deadline", 200*time.Millisecond, verb)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "%s on the stalled disk", name)
+	}
+	assert.Empty(t, granted, "the grant returned while the disk stalled")
+	require.NoError(t, freeze(disk.store, false))
+	thawed = true
+	require.NoError(t, <-granted)
+	_, err = db.Incr(ctx, "n")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
+
+// answerWithin calls verb with a context that ends after d and returns its
+// answer; if none comes within a minute it ends the test (what still
+// waits), whose deferred calls bring the disk back.
+func answerWithin(t *testing.T, what string, d time.Duration, verb func(context.Context) error) error {
+	t.Helper()
+	c, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	answer := make(chan error, 1)
+	go func() { answer <- verb(c) }()
+	select {
+	case err := <-answer:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s still waits for the stalled disk after a minute", what)
+		return nil
+	}
 }
