@@ -245,15 +245,13 @@ func (db *DB) follow(p *pending) error {
 		case opDone:
 			return p.err
 		case opLead:
-			if err := db.lockCtx(p.ctx); err != nil {
-				if db.withdraw(p) {
-					return err
-				}
-				done = nil
-				continue
+			// Appointed. If another caller took the lock meanwhile, its
+			// unlock signals p again (appointNext): waiting for that keeps
+			// p's deadline.
+			if db.mu.TryLock() {
+				db.lead(p)
+				return p.err
 			}
-			db.lead(p)
-			return p.err
 		}
 	}
 }
@@ -297,8 +295,10 @@ func (db *DB) unlock() {
 	db.appointNext()
 }
 
-// appointNext appoints the caller of the oldest queued verb to lead, unless
-// one is appointed already. A verb withdrawn after the look is looked past.
+// appointNext appoints the caller of the oldest queued verb to lead, or
+// signals it again if it is appointed already (it found the lock taken by
+// another caller and waits for this unlock). A verb withdrawn after the
+// look is looked past.
 func (db *DB) appointNext() {
 	for {
 		next := db.q.oldest()
@@ -309,9 +309,14 @@ func (db *DB) appointNext() {
 			next.signal()
 			return
 		}
-		if next.state.Load() != opWithdrawn {
+		switch next.state.Load() {
+		case opLead:
+			next.signal()
 			return
+		case opWithdrawn:
+			continue
 		}
+		return
 	}
 }
 
