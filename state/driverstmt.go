@@ -14,11 +14,13 @@ import (
 // verb that itself takes a few microseconds, a connection lookup, a lock,
 // argument conversion, a goroutine per cancellable context and a handful of
 // allocations. Every call holds DB.mu, so the argument and result buffers
-// are reused.
+// are reused. A failed write's error says whether the disk quota refused it
+// (quota.go).
 type stmt struct {
 	q    driver.StmtQueryContext
 	x    driver.StmtExecContext
 	c    io.Closer
+	dc   any                 // the driver connection, for the errno of a failed write
 	args []driver.NamedValue // reused: calls are serialised by DB.mu
 	vals []driver.Value      // reused: one row of results
 }
@@ -35,7 +37,7 @@ func newStmt(ctx context.Context, dc driver.ConnPrepareContext, query string) (*
 		ds.Close()
 		return nil, fmt.Errorf("statekit: driver statement %T lacks context methods", ds)
 	}
-	return &stmt{q: q, x: x, c: ds}, nil
+	return &stmt{q: q, x: x, c: ds, dc: dc}, nil
 }
 
 // bind turns args into the driver's named values. Arguments are the types
@@ -68,7 +70,8 @@ func (s *stmt) ExecContext(ctx context.Context, args ...any) (driver.Result, err
 		return nil, err
 	}
 	defer s.unbind()
-	return s.x.ExecContext(ctx, nv)
+	res, err := s.x.ExecContext(ctx, nv)
+	return res, quotaRefused(s.dc, err)
 }
 
 // QueryRowContext runs a query and reads its first row. The statement is
@@ -102,14 +105,14 @@ func (s *stmt) QueryContext(ctx context.Context, args ...any) (*rows, error) {
 	defer s.unbind()
 	dr, err := s.q.QueryContext(ctx, nv)
 	if err != nil {
-		return nil, err
+		return nil, quotaRefused(s.dc, err)
 	}
 	if n := len(dr.Columns()); cap(s.vals) < n {
 		s.vals = make([]driver.Value, n)
 	} else {
 		s.vals = s.vals[:n]
 	}
-	return &rows{dr: dr, vals: s.vals}, nil
+	return &rows{dr: dr, vals: s.vals, dc: s.dc}, nil
 }
 
 // Close closes the statement.
@@ -136,6 +139,7 @@ func (r row) Scan(dest ...any) error {
 type rows struct {
 	dr     driver.Rows
 	vals   []driver.Value
+	dc     any // the statement's driver connection (quotaRefused)
 	err    error
 	closed bool
 }
@@ -148,7 +152,7 @@ func (rs *rows) Next() bool {
 	}
 	if err := rs.dr.Next(rs.vals); err != nil {
 		if !errors.Is(err, io.EOF) {
-			rs.err = err
+			rs.err = quotaRefused(rs.dc, err)
 		}
 		rs.Close()
 		return false
@@ -169,7 +173,7 @@ func (rs *rows) Close() error {
 	}
 	rs.closed = true
 	if err := rs.dr.Close(); err != nil && rs.err == nil {
-		rs.err = err
+		rs.err = quotaRefused(rs.dc, err)
 	}
 	return rs.err
 }

@@ -163,6 +163,9 @@ func classify(ctx context.Context, err error) error {
 	case strings.Contains(msg, raiseOverflow):
 		return ErrOverflow
 	}
+	if errors.As(err, new(*quotaError)) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err) // quota.go
+	}
 	switch sqliteCode(err) {
 	case sqliteBusy, sqliteLocked:
 		return fmt.Errorf("%w: %w", ErrBusy, err)
@@ -299,6 +302,12 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v, counted from the call)",
 				ErrBusy, db.cfg.busyTimeout),
 			errs: []error{err},
+		}
+	case errors.Is(err, ErrDiskFull) && db.quotaSpent(err):
+		return &causeError{
+			msg: fmt.Sprintf("%v: no room for this write on the file system holding the file: %s",
+				ErrDiskFull, errnoText(syscall.EDQUOT)),
+			errs: []error{err, syscall.EDQUOT},
 		}
 	case errors.Is(err, ErrDiskFull):
 		return &causeError{

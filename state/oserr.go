@@ -166,14 +166,21 @@ func systemErrno(conn *sql.Conn) syscall.Errno {
 	}
 	var errno syscall.Errno
 	_ = conn.Raw(func(dc any) error {
-		if h := sqliteHandle(dc); h != 0 {
-			tls := libc.NewTLS()
-			defer tls.Close()
-			errno = syscall.Errno(sqlite3.Xsqlite3_system_errno(tls, h))
-		}
+		errno = driverErrno(dc)
 		return nil
 	})
 	return errno
+}
+
+// driverErrno is systemErrno for the driver connection dc.
+func driverErrno(dc any) syscall.Errno {
+	h := sqliteHandle(dc)
+	if h == 0 {
+		return 0
+	}
+	tls := libc.NewTLS()
+	defer tls.Close()
+	return syscall.Errno(sqlite3.Xsqlite3_system_errno(tls, h))
 }
 
 // refusesWrites reports whether errno says the file may not be written:

@@ -2,10 +2,11 @@ package vfs
 
 import "errors"
 
-// ErrNoSpace is returned, wrapped, by File.WriteAt (and may be by Truncate or
-// Sync) when the disk is full. The VFS reports it to SQLite as SQLITE_FULL, so
-// the statement fails with "database or disk is full" and the transaction
-// rolls back.
+// ErrNoSpace is returned, wrapped, by File.WriteAt (and may be by Truncate)
+// when the disk is full or the user's quota is spent. The VFS reports it to
+// SQLite as SQLITE_FULL, so the statement fails with "database or disk is
+// full" and the transaction rolls back. From Sync it means nothing more
+// than any other failure (File.Sync).
 var ErrNoSpace = errors.New("vfs: no space left on device")
 
 // ErrRegister is returned, wrapped, by Register when SQLite refuses the VFS or

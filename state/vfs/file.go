@@ -95,7 +95,8 @@ func fileOf(pFile uintptr) *handle {
 }
 
 // rcOf is the SQLite result code for err from an operation whose I/O error
-// code is ioerr: SQLITE_FULL when err wraps ErrNoSpace.
+// code is ioerr: SQLITE_FULL when err wraps ErrNoSpace (a sync never
+// reaches here: xSync).
 func rcOf(err error, ioerr int32) int32 {
 	switch {
 	case err == nil:
@@ -162,10 +163,20 @@ func xTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
 	return h.rc(h.f.Truncate(size), sqlite3.SQLITE_IOERR_TRUNCATE)
 }
 
+// xSync reports a failed sync as SQLITE_IOERR_FSYNC whatever its cause,
+// never as SQLITE_FULL: ENOSPC or EDQUOT from a sync report writes the
+// kernel had taken and then could not store (a file system that allocates
+// at write-back: NFS, thin provisioning), lost as after EIO. As
+// SQLITE_FULL, SQLite and the engine would carry on as if only the
+// transaction that synced had failed.
 func xSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
 	h := fileOf(pFile)
 	h.point()
-	return h.rc(h.f.Sync(), sqlite3.SQLITE_IOERR_FSYNC)
+	if err := h.f.Sync(); err != nil {
+		h.reg.noteErr(err)
+		return sqlite3.SQLITE_IOERR_FSYNC
+	}
+	return sqlite3.SQLITE_OK
 }
 
 func xFileSize(tls *libc.TLS, pFile uintptr, pSize uintptr) int32 {

@@ -52,6 +52,9 @@ type File interface {
 	// Truncate sets the file's size.
 	Truncate(size int64) error
 	// Sync makes everything written so far durable: it survives a power loss.
+	// SQLite is told of any failure as an I/O error, never as a full disk,
+	// even for an error wrapping ErrNoSpace: a sync that fails may have
+	// lost writes it had accepted.
 	Sync() error
 	// Size returns the file's size in bytes.
 	Size() (int64, error)

@@ -106,17 +106,20 @@ type osFile struct {
 // ReadAt reads at off, returning io.EOF when the file ends first.
 func (o *osFile) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, off) }
 
-// WriteAt writes at off; a full disk gives an error wrapping ErrNoSpace.
+// WriteAt writes at off; a full disk or a spent quota gives an error
+// wrapping ErrNoSpace.
 func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := o.f.WriteAt(p, off)
 	return n, osErr(err)
 }
 
-// Truncate sets the size; a full disk gives an error wrapping ErrNoSpace.
+// Truncate sets the size; a full disk or a spent quota gives an error
+// wrapping ErrNoSpace.
 func (o *osFile) Truncate(size int64) error { return osErr(o.f.Truncate(size)) }
 
-// Sync calls fsync; a full disk gives an error wrapping ErrNoSpace.
-func (o *osFile) Sync() error { return osErr(o.f.Sync()) }
+// Sync calls fsync. Its error never wraps ErrNoSpace: ENOSPC or EDQUOT from
+// fsync report writes already lost (File.Sync).
+func (o *osFile) Sync() error { return o.f.Sync() }
 
 // Size returns the file's size from fstat.
 func (o *osFile) Size() (int64, error) {
@@ -138,9 +141,11 @@ func (o *osFile) Close() error {
 	return err
 }
 
-// osErr marks "no space left" errors with ErrNoSpace.
+// osErr marks the errors of a write or truncate that found no room with
+// ErrNoSpace: the disk is full (ENOSPC) or the user's quota is spent
+// (EDQUOT). Either way the kernel refused the write and lost nothing.
 func osErr(err error) error {
-	if err != nil && errors.Is(err, syscall.ENOSPC) {
+	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
 		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	return err
