@@ -144,9 +144,11 @@ func Open(path string, opts ...Option) (*DB, error) {
 // dataSource prepares the file and returns the driver's DSN for it.
 func (db *DB) dataSource() (string, error) {
 	q := []string{fmt.Sprintf("_pragma=busy_timeout(%d)", db.cfg.busyTimeout.Milliseconds())}
+	immutable := false
 	if db.cfg.readOnly {
 		q = append(q, "mode=ro")
 		if db.cfg.fs == nil && readOnlyFS(db.path) && !hasWAL(db.path) {
+			immutable = true
 			// On a read-only file system SQLite can neither create the
 			// -wal and -shm files it reads a WAL file with, nor can
 			// anyone change the file: it is read as immutable, without
@@ -165,7 +167,7 @@ func (db *DB) dataSource() (string, error) {
 		db.unregister = unregister
 		db.vfsName = name
 		q = append(q, "vfs="+name)
-	} else if err := db.prepareFile(); err != nil {
+	} else if err := db.prepareFile(!immutable); err != nil {
 		return "", err
 	}
 	return "file:" + escapePath(db.path) + "?" + strings.Join(q, "&"), nil
@@ -191,8 +193,9 @@ func (db *DB) checkFSFile() error {
 // (SQLite would create it 0644, and gives its -wal and -shm files the main
 // file's mode), and takes the handle's share of the process's descriptor
 // of it (dbfile.go), read-only handles too: their connections hold locks
-// on the file as well. A read-only open requires the file.
-func (db *DB) prepareFile() error {
+// on the file as well. A read-only open requires the file. With locks (all
+// but an immutable read), it asks whether the file system takes locks.
+func (db *DB) prepareFile(locks bool) error {
 	open := db.openOrCreate
 	if db.cfg.readOnly {
 		open = func() (*os.File, error) {
@@ -219,7 +222,26 @@ func (db *DB) prepareFile() error {
 	if err := oneByte(db.path, st.Size()); err != nil {
 		return errors.Join(err, db.releaseFile())
 	}
+	if !locks {
+		return nil
+	}
+	if err := lockProbe(d.f, db.path); err != nil {
+		return errors.Join(locksRefused(db.path, err), db.releaseFile())
+	}
 	return nil
+}
+
+// locksRefused is Open's error for a file on a file system that refuses
+// POSIX locks (lockProbe): ErrCannotOpen wrapping the failed call, at once,
+// where SQLite would retry its lock until the busy timeout and report the
+// file busy.
+func locksRefused(path string, cause error) error {
+	return &causeError{
+		msg: fmt.Sprintf("open %s: %v: the file system refuses file locks (%s); statekit's connections and "+
+			"processes take turns through POSIX locks on the file: keep it on a file system that has them, "+
+			"such as a local disk", path, ErrCannotOpen, osCauseText(cause)),
+		errs: []error{ErrCannotOpen, cause},
+	}
 }
 
 // openOrCreate opens the file at path to read, creating a missing one,
@@ -750,7 +772,20 @@ func (db *DB) openCause(err error, mark uint64) error {
 			return fmt.Errorf("open %s: %w", db.path, cannotCreateSidecars(derr, err))
 		}
 	case errors.Is(err, ErrIO):
-		if e := db.explain(db.conn, err); explained(e) {
+		e := db.explain(db.conn, err)
+		var errno syscall.Errno
+		switch {
+		case sqliteExtendedCode(err) == sqliteIOErrShmMap && errors.As(e, &errno) && mapRefused(errno):
+			return &causeError{
+				msg: fmt.Sprintf("open %s: %v: the file system refuses to map %s%s into memory (%s); statekit's "+
+					"connections and processes share its index through that map: keep the file on a file system "+
+					"that allows it, such as a local disk", db.path, ErrCannotOpen, db.path, shmSuffix, errnoText(errno)),
+				errs: []error{ErrCannotOpen, errno},
+			}
+		case sqliteExtendedCode(err) == sqliteIOErrLock && errors.As(e, &errno) && locksRefusedErrno(errno):
+			return locksRefused(db.path, &fs.PathError{Op: "fcntl", Path: db.path + shmSuffix, Err: errno})
+		}
+		if explained(e) {
 			return e
 		}
 		if sqliteExtendedCode(err) == sqliteIOErr {

@@ -142,6 +142,15 @@ const (
 	sqliteFull      = 13
 	sqliteCantOpen  = 14
 	sqliteNotADB    = 26
+
+	// sqliteIOErrShmMap is SQLITE_IOERR_SHMMAP: mmap of the -shm file
+	// failed.
+	sqliteIOErrShmMap = sqliteIOErr | 21<<8
+	// sqliteIOErrLock is SQLITE_IOERR_LOCK: a lock call failed other than
+	// for another connection's lock.
+	sqliteIOErrLock = sqliteIOErr | 15<<8
+	// shmSuffix names the shared-memory index beside the file.
+	shmSuffix = "-shm"
 )
 
 // classify turns a driver error into one that wraps the right sentinel.

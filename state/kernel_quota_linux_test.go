@@ -3,12 +3,10 @@
 package state_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -46,7 +44,8 @@ const (
 func TestKernelQuotaSpent(t *testing.T) {
 	strace := needStrace(t)
 	path := filepath.Join(t.TempDir(), "q.state")
-	cmd, out, trace := startUnderQuota(t, strace, "kernel-quota", path, path+"-wal", quotaFirstRefused, quotaLastRefused)
+	cmd, out, trace := startInjected(t, strace, "kernel-quota", path, path+"-wal", "pwrite64", "EDQUOT",
+		fmt.Sprintf("%d..%d", quotaFirstRefused, quotaLastRefused))
 
 	var acked int
 	_, err := fmt.Sscan(expectLine(t, out, "acked"), &acked)
@@ -145,54 +144,6 @@ func helperQuotaSpent(path string) int {
 	return 0
 }
 
-// needStrace returns strace's path, or skips the test saying why it cannot
-// run.
-func needStrace(t *testing.T) string {
-	t.Helper()
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed: it injects EDQUOT into the helper's writes")
-	}
-	if out, err := exec.Command(strace, "-qq", "-o", "/dev/null", "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here (ptrace refused?): %v: %s", err, out)
-	}
-	return strace
-}
-
-// startUnderQuota starts a helper process in role on path under strace,
-// which fails the helper's writes to file numbered first to last (counted
-// from 1 on each thread; every one from first on when last is 0) with
-// EDQUOT, without doing them. It returns the command, the
-// helper's stdout and the file strace writes the refused calls to.
-func startUnderQuota(t *testing.T, strace, role, path, file string, first, last int) (*exec.Cmd, *bufio.Reader, string) {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	trace := filepath.Join(t.TempDir(), "strace.out")
-	when := fmt.Sprintf("%d..%d", first, last)
-	if last == 0 {
-		when = fmt.Sprintf("%d+", first)
-	}
-	cmd := exec.Command(strace, "-f", "--seccomp-bpf", "-qq", "-o", trace, "-P", file, "-e", "trace=pwrite64",
-		"-e", "inject=pwrite64:error=EDQUOT:when="+when,
-		exe, "-test.run=^$", path)
-	cmd.Env = append(os.Environ(), helperEnv+"="+role, "GORACE=atexit_sleep_ms=0")
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, bufio.NewReader(stdout), trace
-}
-
-// injected counts the calls strace failed on purpose, from its output.
-func injected(t *testing.T, trace string) int {
-	t.Helper()
-	b, err := os.ReadFile(trace)
-	require.NoError(t, err)
-	return strings.Count(string(b), "(INJECTED)")
-}
-
 // TestKernelQuotaSpentInACheckpoint: the background checkpoint's writes to
 // the database file refused with EDQUOT leave the checkpoint for later, as
 // a full disk does; they do not end the handle. Every write of the run is
@@ -203,14 +154,15 @@ func TestKernelQuotaSpentInACheckpoint(t *testing.T) {
 	// Open writes the file 13 times (its first page, then the WAL's pages
 	// twice: walrepair.go); the background checkpoints' writes come after.
 	const first, last = 20, 25
-	cmd, out, trace := startUnderQuota(t, strace, "kernel-quota-checkpoint", path, path, first, last)
+	cmd, out, trace := startInjected(t, strace, "kernel-quota-checkpoint", path, path, "pwrite64", "EDQUOT",
+		fmt.Sprintf("%d..%d", first, last))
 	var n int
 	_, err := fmt.Sscan(expectLine(t, out, "set"), &n)
 	require.NoError(t, err)
 	assert.Equal(t, quotaCheckpointSets, n, "a write failed")
 	assert.Equal(t, "<nil>", expectLine(t, out, "close"))
 	require.NoError(t, cmd.Wait())
-	// strace counts each thread's writes apart (when=), and the
+	// strace counts each thread's calls apart (when=), and the
 	// checkpoints run on threads of their own: so at least one refused.
 	refused := injected(t, trace)
 	assert.Positive(t, refused, "no write to the file was refused")
@@ -271,7 +223,7 @@ func TestKernelQuotaSpentAtOpen(t *testing.T) {
 	for i := range 100 {
 		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%d", i), i))
 	}
-	cmd, out, trace := startUnderQuota(t, strace, "kernel-quota-open", path, path, 1, 0)
+	cmd, out, trace := startInjected(t, strace, "kernel-quota-open", path, path, "pwrite64", "EDQUOT", "1+")
 	opened := expectLine(t, out, "open")
 	assert.Equal(t, "diskfull=true io=false edquot=true", expectLine(t, out, "kinds"), "Open: %s", opened)
 	assert.True(t, strings.HasPrefix(opened, "open "+path+": "), opened)

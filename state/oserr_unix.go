@@ -29,6 +29,10 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.ESTALE:       "ESTALE",
 	syscall.ENODEV:       "ENODEV",
 	syscall.ENXIO:        "ENXIO",
+	syscall.ENOLCK:       "ENOLCK",
+	syscall.ENOSYS:       "ENOSYS",
+	syscall.EOPNOTSUPP:   "EOPNOTSUPP",
+	syscall.EINVAL:       "EINVAL",
 }
 
 // errnoName returns errno's symbolic name, or "".
