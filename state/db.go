@@ -775,6 +775,16 @@ func (db *DB) openCause(err error, mark uint64) error {
 		e := db.explain(db.conn, err)
 		var errno syscall.Errno
 		switch {
+		case sqliteExtendedCode(err) == sqliteIOErrShmSize:
+			// SQLite could not grow the -shm file: a process opening
+			// the file first on a full disk creates it.
+			if cause := osCause(db.path, mark); errors.As(cause, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT) {
+				return &causeError{
+					msg: fmt.Sprintf("open %s: %v: no room for the index beside the file: %s",
+						db.path, ErrDiskFull, osCauseText(cause)),
+					errs: []error{ErrDiskFull, cause},
+				}
+			}
 		case sqliteExtendedCode(err) == sqliteIOErrShmMap && errors.As(e, &errno) && mapRefused(errno):
 			return &causeError{
 				msg: fmt.Sprintf("open %s: %v: the file system refuses to map %s%s into memory (%s); statekit's "+

@@ -146,6 +146,9 @@ const (
 	// sqliteIOErrShmMap is SQLITE_IOERR_SHMMAP: mmap of the -shm file
 	// failed.
 	sqliteIOErrShmMap = sqliteIOErr | 21<<8
+	// sqliteIOErrShmSize is SQLITE_IOERR_SHMSIZE: the -shm file could not
+	// grow.
+	sqliteIOErrShmSize = sqliteIOErr | 19<<8
 	// sqliteIOErrLock is SQLITE_IOERR_LOCK: a lock call failed other than
 	// for another connection's lock.
 	sqliteIOErrLock = sqliteIOErr | 15<<8

@@ -255,6 +255,47 @@ func TestKernelTmpfsFillsUp(t *testing.T) {
 	assert.Empty(t, findings)
 }
 
+// TestKernelOpenOnAFullDisk: a process that opens a file first on a full
+// disk (a service restarting after the disk filled) gets ErrDiskFull
+// wrapping ENOSPC and naming the -shm index SQLite could not grow, not a
+// bare "disk I/O error (4874)"; once space is back, Open works and every
+// write is there.
+func TestKernelOpenOnAFullDisk(t *testing.T) {
+	dir := mountTmpfs(t, "1m")
+	path := filepath.Join(dir, "app.state")
+	ctx := t.Context()
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	require.NoError(t, db.Close())
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	require.NoError(t, err)
+	chunk := make([]byte, 4<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	require.NoError(t, f.Close())
+
+	_, err = state.Open(path)
+	require.ErrorIs(t, err, state.ErrDiskFull)
+	assert.NotErrorIs(t, err, state.ErrIO)
+	assert.ErrorIs(t, err, syscall.ENOSPC)
+	assert.Contains(t, err.Error(), path+"-shm")
+	t.Logf("Open on the full disk: %v", err)
+
+	require.NoError(t, os.Remove(filler))
+	db, err = state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	v, err := db.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "1", v.String())
+}
+
 // TestKernelReadOnlyMount: a sound file on a file system mounted read-only
 // is ErrReadOnly wrapping EROFS, with the hint, never ErrCorrupt; opened
 // WithReadOnly it reads.
