@@ -738,7 +738,8 @@ const fileFormatOffset = 18
 // a file SQLite could not open (too many open files, a directory it may
 // not write, a read-only file system) is ErrCannotOpen, or ErrReadOnly when
 // writing was refused, wrapping the failed call and its errno as SQLite
-// logged it after mark; an I/O error gets the errno SQLite saw.
+// logged it after mark, or ErrDiskFull when the file system had no room
+// to create the -wal or -shm file; an I/O error gets the errno SQLite saw.
 func (db *DB) openCause(err error, mark uint64) error {
 	switch {
 	case explained(err):
@@ -753,6 +754,14 @@ func (db *DB) openCause(err error, mark uint64) error {
 				cause = perr
 			} else if derr := dirRefusesWrites(filepath.Dir(db.path)); derr != nil {
 				cause = derr
+			} else if room := noRoomToCreate(filepath.Dir(db.path)); room != "" {
+				var pe *fs.PathError
+				errors.As(cause, &pe)
+				return &causeError{
+					msg: fmt.Sprintf("open %s: %v: cannot create %s: the file system holding it has no free %s (%s)",
+						db.path, ErrDiskFull, pe.Path, room, errnoText(syscall.ENOSPC)),
+					errs: []error{ErrDiskFull, ErrCannotOpen, syscall.ENOSPC},
+				}
 			}
 		}
 		if writeRefused(cause) {

@@ -296,6 +296,41 @@ func TestKernelOpenOnAFullDisk(t *testing.T) {
 	assert.Equal(t, "1", v.String())
 }
 
+// TestKernelOpenWithNoFreeInodes: on a file system out of inodes, an Open
+// that must create the -wal or -shm file is ErrDiskFull wrapping ENOSPC
+// and naming that file (and ErrCannotOpen), where it said the -shm file did
+// not exist (ENOENT): SQLite, failing to create it, tries to open it for
+// reading only and logs that call's error, losing the create's.
+func TestKernelOpenWithNoFreeInodes(t *testing.T) {
+	dir := mountTmpfs(t, "4m,nr_inodes=4") // the directory, the file, its -wal and -shm
+	path := filepath.Join(dir, "app.state")
+	ctx := t.Context()
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, db.Set(ctx, "k", 1))
+	require.NoError(t, db.Close()) // removes the -wal and -shm
+	fillers := []string{filepath.Join(dir, "f1"), filepath.Join(dir, "f2")}
+	for _, f := range fillers {
+		require.NoError(t, os.WriteFile(f, nil, 0o600))
+	}
+	for i, missing := range []string{path + "-wal", path + "-shm"} {
+		_, err = state.Open(path)
+		require.ErrorIs(t, err, state.ErrDiskFull, "no free inode for %s", missing)
+		assert.ErrorIs(t, err, state.ErrCannotOpen)
+		assert.ErrorIs(t, err, syscall.ENOSPC)
+		assert.Contains(t, err.Error(), "cannot create "+missing+": ")
+		assert.Contains(t, err.Error(), "no free inodes")
+		t.Logf("Open without an inode for %s: %v", filepath.Base(missing), err)
+		require.NoError(t, os.Remove(fillers[i]))
+	}
+	db, err = state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	v, err := db.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "1", v.String())
+}
+
 // TestKernelReadOnlyMount: a sound file on a file system mounted read-only
 // is ErrReadOnly wrapping EROFS, with the hint, never ErrCorrupt; opened
 // WithReadOnly it reads.
