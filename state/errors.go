@@ -78,7 +78,10 @@ var (
 	// It wraps the operating system's error when SQLite reported one
 	// (errors.Is(err, syscall.EIO)). The handle then refuses every further
 	// call with ErrIO: the failed write is never retried as if nothing
-	// happened. Reopen the file to recover the last committed state.
+	// happened. Reopen the file to recover the last committed state. A
+	// write that returned ErrIO may have taken effect (SQLite can have
+	// written its whole commit to the WAL before the failure, and the
+	// reopened file then has it): read it back after reopening.
 	ErrIO = errors.New("statekit: I/O error")
 	// ErrDiskFull is returned when the disk has no room for a write. The
 	// failed transaction leaves nothing behind and the handle stays usable.

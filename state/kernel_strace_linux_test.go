@@ -9,11 +9,13 @@ package state_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +27,7 @@ import (
 func init() {
 	helperRoles["kernel-open"] = helperOpenAndSay
 	helperRoles["kernel-open-ro"] = helperOpenAndSay
+	helperRoles["kernel-grow-index"] = helperGrowIndex
 }
 
 // needStrace returns strace's path, or skips the test saying why it cannot
@@ -147,4 +150,69 @@ func TestKernelFileSystemWithoutSharedMaps(t *testing.T) {
 	require.NoError(t, cmd.Wait())
 	require.Positive(t, injected(t, trace), "no map was refused")
 	t.Logf("Open: %s", opened)
+}
+
+// TestKernelIOErrorOutcomeIsUnknown: a write that fails with ErrIO may
+// have taken effect. SQLite writes a commit's frames to the WAL and then
+// adds them to the -shm index; when the index cannot grow (ENOSPC from
+// the -shm's write, strace-injected once the first region is made), the
+// verb returns ErrIO and the handle ends, but the WAL holds the whole
+// commit, and the next Open, which rebuilds the index from the WAL, has it.
+// Every write acknowledged before it is there too, and the file checks
+// clean. The helper runs on the default options: its WAL outgrows the
+// index's first region (4,096 frames) while the first background
+// checkpoint, which starts at 4,000 pages written, copies it.
+func TestKernelIOErrorOutcomeIsUnknown(t *testing.T) {
+	strace := needStrace(t)
+	path := filepath.Join(t.TempDir(), "u.state")
+	// The index's first region is 8 pages of 4 KiB, one write each.
+	cmd, out, _ := startInjected(t, strace, "kernel-grow-index", path, path+"-shm", "pwrite64", "ENOSPC", "9+")
+	var failed int
+	_, err := fmt.Sscan(expectLine(t, out, "failed"), &failed)
+	require.NoError(t, err)
+	refused := expectLine(t, out, "error")
+	require.Equal(t, "io=true diskfull=false enospc=true", expectLine(t, out, "kinds"), "the failed write: %s", refused)
+	require.NoError(t, cmd.Wait())
+	t.Logf("set k%d: %s", failed, refused)
+
+	ctx := t.Context()
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range failed {
+		_, err := db.Get(ctx, fmt.Sprintf("k%d", i))
+		require.NoError(t, err, "acknowledged k%d", i)
+	}
+	_, err = db.Get(ctx, fmt.Sprintf("k%d", failed))
+	require.NoError(t, err, "the write that failed with ErrIO is not in the file: its outcome was known after all")
+	findings, err := db.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findings)
+}
+
+// helperGrowIndex sets keys of 3 KB values until one fails (at most
+// 20,000), and says which and how.
+func helperGrowIndex(path string) int {
+	// strace counts each thread's calls apart: this goroutine's commits
+	// grow the index, on this thread alone.
+	runtime.LockOSThread()
+	db, err := state.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return 3
+	}
+	ctx := context.Background()
+	value := strings.Repeat("x", 3000)
+	for i := range 20_000 {
+		if err := db.Set(ctx, fmt.Sprintf("k%d", i), value); err != nil {
+			fmt.Println("failed", i)
+			fmt.Println("error", strings.ReplaceAll(err.Error(), "\n", " "))
+			fmt.Printf("kinds io=%v diskfull=%v enospc=%v\n", errors.Is(err, state.ErrIO),
+				errors.Is(err, state.ErrDiskFull), errors.Is(err, syscall.ENOSPC))
+			_ = db.Close()
+			return 0
+		}
+	}
+	fmt.Fprintln(os.Stderr, "no write failed")
+	return 4
 }
