@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockProbe asks the file system holding f, the file at path, whether it takes POSIX locks,
-// with F_GETLK, which tests a lock without taking or dropping one (so the
-// locks this process's connections hold stay). It returns the failed call
-// (an *fs.PathError) when the file system refuses locks: ENOLCK, which a
-// network file system without its lock service returns and SQLite reports
-// as SQLITE_BUSY, as if another process held the file; ENOSYS or
-// EOPNOTSUPP. Any other outcome is nil: SQLite finds it on its own.
+// lockProbe asks the file system holding f, the file at path, whether it
+// takes POSIX locks, with F_GETLK, which tests a lock without taking or
+// dropping one (so the locks this process's connections hold stay). It
+// returns the failed call (an *fs.PathError) when the file system refuses
+// locks: ENOLCK, which a network file system without its lock service
+// returns and SQLite reports as SQLITE_BUSY, as if another process held
+// the file; ENOSYS or EOPNOTSUPP. Any other outcome is nil: SQLite finds
+// it on its own.
 func lockProbe(f *os.File, path string) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk)
