@@ -35,12 +35,13 @@ const (
 // TestKernelQuotaSpent: a write the kernel refuses because the disk quota
 // is spent (EDQUOT) is ErrDiskFull saying so, as a full disk is, not an
 // I/O error: the transaction leaves nothing, no token is used up, reads go
-// on, the handle lives and writes again once the quota has room. SQLite's
-// native VFS, which Open uses, reports EDQUOT as a failed write
-// (SQLITE_IOERR_WRITE), unlike ENOSPC. This kernel has no disk quotas to
-// spend, so the helper process runs under strace, which makes the kernel
-// fail its WAL writes numbered quotaFirstRefused to quotaLastRefused with
-// EDQUOT (the write is not done), then lets them through: the quota freed.
+// on, a refused flush keeps its buffered increments, the handle lives and
+// writes again once the quota has room. SQLite's native VFS, which Open
+// uses, reports EDQUOT as a failed write (SQLITE_IOERR_WRITE), unlike
+// ENOSPC. This kernel has no disk quotas to spend, so the helper process
+// runs under strace, which makes the kernel fail its WAL writes numbered
+// quotaFirstRefused to quotaLastRefused with EDQUOT (the write is not
+// done), then lets them through: the quota freed.
 func TestKernelQuotaSpent(t *testing.T) {
 	strace := needStrace(t)
 	path := filepath.Join(t.TempDir(), "q.state")
@@ -56,12 +57,14 @@ func TestKernelQuotaSpent(t *testing.T) {
 	assert.True(t, strings.HasPrefix(refused, path+fmt.Sprintf(`: set "k%d": `, acked)), refused)
 	assert.Contains(t, refused, "disk quota", refused)
 	assert.Equal(t, "0", expectLine(t, out, "get k0"), "reads go on")
+	assert.Equal(t, "diskfull=true", expectLine(t, out, "flush"), "a flush while the quota is spent")
 	var token, refusals int
 	_, err = fmt.Sscan(expectLine(t, out, "lease"), &token, &refusals)
 	require.NoError(t, err)
 	assert.Positive(t, refusals, "no lease was refused while the quota was spent")
 	assert.Equal(t, 1, token, "a refused grant used up a token")
 	assert.Equal(t, "ok", expectLine(t, out, "after"), "writes again once the quota has room")
+	assert.Equal(t, "<nil>", expectLine(t, out, "flush again"), "the refused flush kept its deltas for this one")
 	assert.Equal(t, "<nil>", expectLine(t, out, "close"))
 	t.Logf("%d writes acknowledged, then: %s; %d grants refused, then token %d", acked, refused, refusals, token)
 	require.NoError(t, cmd.Wait())
@@ -80,6 +83,9 @@ func TestKernelQuotaSpent(t *testing.T) {
 	assert.ErrorIs(t, err, state.ErrNotFound, "the refused write left something behind")
 	_, err = db.Get(ctx, "after")
 	assert.NoError(t, err)
+	v, err := db.Get(ctx, "buffered")
+	require.NoError(t, err, "the buffered increment refused with the quota spent is lost")
+	assert.Equal(t, "5", v.String())
 	_, err = db.Lease(ctx, "job", "b", time.Minute)
 	var held *state.LeaseHeldError
 	require.ErrorAs(t, err, &held, "the lease granted after the refusals is lost")
@@ -94,10 +100,11 @@ func TestKernelQuotaSpent(t *testing.T) {
 // what each gave.
 func helperQuotaSpent(path string) int {
 	// strace counts each thread's writes apart: the verbs of this one
-	// goroutine, group commits included, write on this thread alone.
+	// goroutine, group commits included, write on this thread alone (the
+	// background flush, on a thread of its own, is put off).
 	runtime.LockOSThread()
 	ctx := context.Background()
-	db, err := state.Open(path)
+	db, err := state.Open(path, state.WithFlushInterval(time.Hour))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 3
@@ -122,6 +129,11 @@ func helperQuotaSpent(path string) int {
 	} else {
 		fmt.Println("get k0", v.String())
 	}
+	if err := db.IncrBuffered("buffered", 5); err != nil {
+		fmt.Fprintln(os.Stderr, "incr buffered:", err)
+		return 6
+	}
+	fmt.Printf("flush diskfull=%v\n", errors.Is(db.Flush(ctx), state.ErrDiskFull))
 	refusals := 0
 	for {
 		l, err := db.Lease(ctx, "job", "a", time.Hour)
@@ -140,6 +152,7 @@ func helperQuotaSpent(path string) int {
 	} else {
 		fmt.Println("after ok")
 	}
+	fmt.Println("flush again", db.Flush(ctx))
 	fmt.Println("close", db.Close())
 	return 0
 }
