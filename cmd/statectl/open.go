@@ -20,11 +20,14 @@ func openRead(path string) (*state.DB, error) {
 		return nil, err
 	}
 	db, err := state.Open(path, state.WithReadOnly(), state.WithoutBackground())
-	if errors.Is(err, state.ErrReadOnly) {
+	if errors.Is(err, state.ErrReadOnly) || errors.Is(err, state.ErrDiskFull) {
 		// The directory does not let SQLite create the -wal and -shm
-		// files it needs: read a private copy when that is exact.
+		// files it needs, or the disk has no room for them: read a
+		// private copy when that is exact.
 		snap, serr := openSnapshot(path)
 		switch {
+		case errors.Is(serr, errNoSnapshot) && errors.Is(err, state.ErrDiskFull):
+			return nil, fileError(path, err)
 		case errors.Is(serr, errNoSnapshot):
 			return nil, exit(exitError, "%s", readOnlyOpenMessage(path, err))
 		case serr != nil:

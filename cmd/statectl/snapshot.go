@@ -12,14 +12,16 @@ import (
 	"github.com/statekit/statekit/state"
 )
 
-// Reading a file in a directory the user cannot write. SQLite reads a WAL
-// file only beside its -wal and -shm files, which it must create when they
-// are missing. When path has no -wal file, no process has it open (the last
-// to close removes it) and every commit is in the file itself: a copy in a
-// private directory, made while the file stood still, reads exactly as the
-// file would. The file is read twice, into the copy and again; if the two
-// differ a writer came meanwhile, and the read is refused rather than
-// served from a mixed copy.
+// Reading a file in a directory the user cannot write, or on a full disk.
+// SQLite reads a WAL file only beside its -wal and -shm files, which it
+// must create (and the -shm grow) when they are missing. When path has no
+// -wal file, no process has it open (the last to close removes it) and
+// every commit is in the file itself; so too when its -wal is empty and no
+// process holds the -shm's lock (an Open that failed on a full disk leaves
+// them so). Then a copy in a private directory, made while the file stood
+// still, reads exactly as the file would. The file is read twice, into the
+// copy and again; if the two differ a writer came meanwhile, and the read
+// is refused rather than served from a mixed copy.
 
 // snapshots holds the private directory of each DB opened on a copy, for
 // closeDB to remove.
@@ -29,10 +31,11 @@ var snapshots = map[*state.DB]string{}
 var errNoSnapshot = errors.New("the file has a WAL")
 
 // openSnapshot opens a private copy of path read-only. It returns
-// errNoSnapshot when path has a -wal file, and an error naming the cause
-// when the copy cannot be made or the file changed while it was copied.
+// errNoSnapshot when path has a -wal file that is not empty or that a
+// process may be using, and an error naming the cause when the copy cannot
+// be made or the file changed while it was copied.
 func openSnapshot(path string) (*state.DB, error) {
-	if _, err := os.Lstat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) && !unusedEmptyWAL(path) {
 		return nil, errNoSnapshot
 	}
 	dir, err := os.MkdirTemp("", "statectl-")
