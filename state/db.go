@@ -693,6 +693,9 @@ func (db *DB) note(err error) error {
 	if db.failed == nil {
 		err = db.explain(db.conn, err)
 	}
+	if db.failed == nil && errors.Is(err, ErrDiskFull) {
+		err = db.refusedWrite(err) // walfull.go
+	}
 	if fatal(err) && db.failed == nil {
 		db.failed = err
 		db.deadErr.Store(&err)
