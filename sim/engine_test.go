@@ -2,6 +2,8 @@ package sim
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +132,62 @@ func TestReadOnFullDiskKeepsHighWater(t *testing.T) {
 	require.NoError(t, err)
 	defer db2.Close()
 	require.False(t, db2.Now().Before(used), "a read used %d; a later process starts at %d", used.UnixMilli(), db2.Now().UnixMilli())
+}
+
+// TestRefusedWriteStaysRefusedAfterACrash: ErrDiskFull promises nothing
+// left, after a crash too. Found by seed 7300502: a transaction of two
+// pages failed at the second on a full disk; the same change alone then
+// wrote its frame's header where the first attempt had written the very
+// same page, its page write was refused, and the frame was whole on disk,
+// so the process that recovered the WAL after a crash read the refused
+// write. The engine now cuts the WAL back to its last committed frame
+// after a refused write (state/walfull.go). Every budget from none to what
+// the two writes need is tried.
+func TestRefusedWriteStaysRefusedAfterACrash(t *testing.T) {
+	ctx := t.Context()
+	type outcome struct{ update, set, after error }
+	run := func(budget int64) (outcome, string) {
+		m := faults.NewMemFS(1)
+		clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
+		db, err := state.Open("r.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithoutBackground())
+		require.NoError(t, err)
+		// Keys on two leaves, so the Update writes two pages and the Set
+		// alone the first of them, the same bytes.
+		for i := range 120 {
+			require.NoError(t, db.Set(ctx, fmt.Sprintf("k%03d", i), strings.Repeat("v", 60)))
+		}
+		m.SetWriteBudget(budget)
+		var o outcome
+		o.update = db.Update(ctx, func(tx *state.Tx) error {
+			if err := tx.Set("k000", "new"); err != nil {
+				return err
+			}
+			return tx.Set("k119", "new")
+		})
+		o.set = db.Set(ctx, "k000", "new")
+		m.Crash(1) // the handle is abandoned, as a crash leaves it
+		m.SetWriteBudget(-1)
+		db2, err := state.Open("r.state", state.WithFS(m.Process(1)), state.WithoutBackground())
+		require.NoError(t, err)
+		defer db2.Close()
+		v, err := db2.Get(ctx, "k000")
+		require.NoError(t, err)
+		return o, v.String()
+	}
+	refused := 0
+	for budget := int64(0); budget <= 3*(4096+24); budget += 48 {
+		o, got := run(budget)
+		if o.update == nil || o.set == nil {
+			continue
+		}
+		require.ErrorIs(t, o.update, state.ErrDiskFull, "budget %d", budget)
+		if !errors.Is(o.set, state.ErrDiskFull) {
+			require.ErrorIs(t, o.set, state.ErrIO, "budget %d", budget)
+			continue // the handle ended: the outcome is unknown
+		}
+		refused++
+		require.NotEqual(t, "new", got, "budget %d: the Set answered ErrDiskFull is in the file after the crash", budget)
+	}
+	require.Positive(t, refused, "no budget refused both writes")
+	t.Logf("%d budgets refused both writes", refused)
 }
