@@ -145,7 +145,7 @@ func TestReadOnFullDiskKeepsHighWater(t *testing.T) {
 // the two writes need is tried.
 func TestRefusedWriteStaysRefusedAfterACrash(t *testing.T) {
 	ctx := t.Context()
-	type outcome struct{ update, set, after error }
+	type outcome struct{ update, set error }
 	run := func(budget int64) (outcome, string) {
 		m := faults.NewMemFS(1)
 		clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
