@@ -3,7 +3,9 @@ package state
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -57,7 +59,10 @@ func (db *DB) dropRefusedFrames() error {
 	}
 	end := walHeaderBytes + int64(binary.NativeEndian.Uint32(hdr[shmMaxFrameOffset:]))*(walFrameHeaderBytes+pageSize)
 	f, err := openForRewrite(db.cfg.fs, db.path+walSuffix)
-	if err != nil || f == nil {
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && f == nil) {
+		return nil // no WAL, no frame to cut
+	}
+	if err != nil {
 		return err
 	}
 	w, ok := f.(interface{ Truncate(int64) error })
