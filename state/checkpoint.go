@@ -196,7 +196,7 @@ func (c *checkpointer) run() (frames, copied int64, err error) {
 	ctx := context.Background()
 	var busy int64
 	err = c.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
-	return frames, copied, classify(ctx, quotaRefusedOn(c.conn, err))
+	return frames, copied, classify(ctx, roomRefusedOn(c.conn, err))
 }
 
 // close closes the checkpoint connection, if one was opened.
@@ -257,7 +257,7 @@ func (db *DB) checkpointIfDue(ctx context.Context) {
 	_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
 	var busy, frames, copied int64
 	err = db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
-	if err = classify(ctx, quotaRefusedOn(db.conn, err)); err != nil && fatal(err) {
+	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil && fatal(err) {
 		db.note(fmt.Errorf("checkpoint: %w", err))
 	}
 }
@@ -278,7 +278,7 @@ func (db *DB) checkpointAtOpen(ctx context.Context) error {
 	if c := sqliteCode(err); c == sqliteBusy || c == sqliteLocked {
 		err = nil
 	}
-	return quotaRefusedOn(db.conn, err)
+	return roomRefusedOn(db.conn, err)
 }
 
 // withoutBusyWait runs fn, statements on the handle's connection, with

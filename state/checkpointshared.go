@@ -42,7 +42,7 @@ func (c *checkpointer) runLast(db *DB) (frames, copied int64, err error) {
 		return -1, -1, classify(ctx, err)
 	}
 	var busy int64
-	err = quotaRefusedOn(c.conn, c.conn.QueryRowContext(ctx, checkpointLastSQL).Scan(&busy, &frames, &copied))
+	err = roomRefusedOn(c.conn, c.conn.QueryRowContext(ctx, checkpointLastSQL).Scan(&busy, &frames, &copied))
 	_, rerr := c.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout=%d`, db.cfg.busyTimeout.Milliseconds()))
 	if err == nil {
 		err = rerr

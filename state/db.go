@@ -695,6 +695,11 @@ func (db *DB) note(err error) error {
 	}
 	if db.failed == nil && errors.Is(err, ErrDiskFull) {
 		err = db.refusedWrite(err) // walfull.go
+		if !fatal(err) {
+			// The WAL's own room, once all in the file, is room for the
+			// next writes: they start it over from its beginning.
+			db.bg.ckpt.request()
+		}
 	}
 	if fatal(err) && db.failed == nil {
 		db.failed = err
@@ -790,7 +795,7 @@ func (db *DB) openCause(err error, mark uint64) error {
 		case sqliteExtendedCode(err) == sqliteIOErrShmSize:
 			// SQLite could not grow the -shm file: a process opening
 			// the file first on a full disk creates it.
-			if cause := osCause(db.path, mark); errors.As(cause, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT) {
+			if cause := osCause(db.path, mark); errors.As(cause, &errno) && (errno == syscall.ENOSPC || roomErrno(errno)) {
 				return &causeError{
 					msg: fmt.Sprintf("open %s: %v: no room for the index beside the file: %s",
 						db.path, ErrDiskFull, osCauseText(cause)),

@@ -14,8 +14,8 @@ import (
 // verb that itself takes a few microseconds, a connection lookup, a lock,
 // argument conversion, a goroutine per cancellable context and a handful of
 // allocations. Every call holds DB.mu, so the argument and result buffers
-// are reused. A failed write's error says whether the disk quota refused it
-// (quota.go).
+// are reused. A failed write's error says whether it found no room: a spent
+// disk quota or the file size limit (noroom.go).
 type stmt struct {
 	q    driver.StmtQueryContext
 	x    driver.StmtExecContext
@@ -71,7 +71,7 @@ func (s *stmt) ExecContext(ctx context.Context, args ...any) (driver.Result, err
 	}
 	defer s.unbind()
 	res, err := s.x.ExecContext(ctx, nv)
-	return res, quotaRefused(s.dc, err)
+	return res, roomRefused(s.dc, err)
 }
 
 // QueryRowContext runs a query and reads its first row. The statement is
@@ -105,7 +105,7 @@ func (s *stmt) QueryContext(ctx context.Context, args ...any) (*rows, error) {
 	defer s.unbind()
 	dr, err := s.q.QueryContext(ctx, nv)
 	if err != nil {
-		return nil, quotaRefused(s.dc, err)
+		return nil, roomRefused(s.dc, err)
 	}
 	if n := len(dr.Columns()); cap(s.vals) < n {
 		s.vals = make([]driver.Value, n)
@@ -139,7 +139,7 @@ func (r row) Scan(dest ...any) error {
 type rows struct {
 	dr     driver.Rows
 	vals   []driver.Value
-	dc     any // the statement's driver connection (quotaRefused)
+	dc     any // the statement's driver connection (roomRefused)
 	err    error
 	closed bool
 }
@@ -152,7 +152,7 @@ func (rs *rows) Next() bool {
 	}
 	if err := rs.dr.Next(rs.vals); err != nil {
 		if !errors.Is(err, io.EOF) {
-			rs.err = quotaRefused(rs.dc, err)
+			rs.err = roomRefused(rs.dc, err)
 		}
 		rs.Close()
 		return false
@@ -173,7 +173,7 @@ func (rs *rows) Close() error {
 	}
 	rs.closed = true
 	if err := rs.dr.Close(); err != nil && rs.err == nil {
-		rs.err = quotaRefused(rs.dc, err)
+		rs.err = roomRefused(rs.dc, err)
 	}
 	return rs.err
 }

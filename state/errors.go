@@ -83,8 +83,13 @@ var (
 	// written its whole commit to the WAL before the failure, and the
 	// reopened file then has it): read it back after reopening.
 	ErrIO = errors.New("statekit: I/O error")
-	// ErrDiskFull is returned when the disk has no room for a write. The
-	// failed transaction leaves nothing behind and the handle stays usable.
+	// ErrDiskFull is returned when the disk has no room for a write: it is
+	// full (ENOSPC), the disk quota is spent (wraps syscall.EDQUOT), or the
+	// file reached the largest size it may have (wraps syscall.EFBIG: the
+	// process's RLIMIT_FSIZE or the file system's largest file). The
+	// failed transaction leaves nothing behind and the handle stays usable;
+	// the refusal asks the background checkpoint to empty the WAL into the
+	// file, so writes that need no new room in it go on soon after.
 	ErrDiskFull = errors.New("statekit: disk full")
 	// ErrCorrupt is returned when the file's content is damaged, or when
 	// another program damaged the -wal or -shm file beside it (see
@@ -178,8 +183,8 @@ func classify(ctx context.Context, err error) error {
 	case strings.Contains(msg, raiseOverflow):
 		return ErrOverflow
 	}
-	if errors.As(err, new(*quotaError)) {
-		return fmt.Errorf("%w: %w", ErrDiskFull, err) // quota.go
+	if errors.As(err, new(*roomError)) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err) // noroom.go
 	}
 	switch sqliteCode(err) {
 	case sqliteBusy, sqliteLocked:
@@ -318,7 +323,13 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 				ErrBusy, db.cfg.busyTimeout),
 			errs: []error{err},
 		}
-	case errors.Is(err, ErrDiskFull) && db.quotaSpent(err):
+	case errors.Is(err, ErrDiskFull) && db.roomSpent(err) == syscall.EFBIG:
+		return &causeError{
+			msg: fmt.Sprintf("%v: no room for this write: %s: %s",
+				ErrDiskFull, roomText(syscall.EFBIG), errnoText(syscall.EFBIG)),
+			errs: []error{err, syscall.EFBIG},
+		}
+	case errors.Is(err, ErrDiskFull) && db.roomSpent(err) == syscall.EDQUOT:
 		return &causeError{
 			msg: fmt.Sprintf("%v: no room for this write on the file system holding the file: %s",
 				ErrDiskFull, errnoText(syscall.EDQUOT)),

@@ -81,7 +81,7 @@ func (db *DB) foldHWM(ctx context.Context) error {
 		return nil
 	}
 	if _, err := db.conn.ExecContext(ctx, beginSQL); err != nil {
-		return db.explain(db.conn, classify(ctx, quotaRefusedOn(db.conn, err)))
+		return db.explain(db.conn, classify(ctx, roomRefusedOn(db.conn, err)))
 	}
 	_, err := db.conn.ExecContext(ctx, foldSQL, db.time.usedMillis())
 	if err == nil {
@@ -94,7 +94,7 @@ func (db *DB) foldHWM(ctx context.Context) error {
 		// SQLite may have rolled the transaction back already (on a full
 		// disk it does): this ROLLBACK's own error says nothing more.
 		_, _ = db.conn.ExecContext(ctx, rollbackSQL)
-		return db.explain(db.conn, classify(ctx, quotaRefusedOn(db.conn, err)))
+		return db.explain(db.conn, classify(ctx, roomRefusedOn(db.conn, err)))
 	}
 	return nil
 }

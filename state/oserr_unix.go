@@ -18,6 +18,7 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.ENFILE:       "ENFILE",
 	syscall.ENOSPC:       "ENOSPC",
 	syscall.EDQUOT:       "EDQUOT",
+	syscall.EFBIG:        "EFBIG",
 	syscall.EIO:          "EIO",
 	syscall.ENOENT:       "ENOENT",
 	syscall.ENOTDIR:      "ENOTDIR",

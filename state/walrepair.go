@@ -199,7 +199,7 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 			}
 			var busy, frames, copied int64
 			err = ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
-			if err = db.explain(ckpt, classify(ctx, quotaRefusedOn(ckpt, err))); err != nil || busy != 0 || frames != copied {
+			if err = db.explain(ckpt, classify(ctx, roomRefusedOn(ckpt, err))); err != nil || busy != 0 || frames != copied {
 				return err
 			}
 			done = true

@@ -106,15 +106,15 @@ type osFile struct {
 // ReadAt reads at off, returning io.EOF when the file ends first.
 func (o *osFile) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, off) }
 
-// WriteAt writes at off; a full disk or a spent quota gives an error
-// wrapping ErrNoSpace.
+// WriteAt writes at off; a full disk, a spent quota or a file at its size
+// limit gives an error wrapping ErrNoSpace.
 func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := o.f.WriteAt(p, off)
 	return n, osErr(err)
 }
 
-// Truncate sets the size; a full disk or a spent quota gives an error
-// wrapping ErrNoSpace.
+// Truncate sets the size; a full disk, a spent quota or a size past the
+// file size limit gives an error wrapping ErrNoSpace.
 func (o *osFile) Truncate(size int64) error { return osErr(o.f.Truncate(size)) }
 
 // Sync calls fsync. Its error never wraps ErrNoSpace: ENOSPC or EDQUOT from
@@ -142,10 +142,13 @@ func (o *osFile) Close() error {
 }
 
 // osErr marks the errors of a write or truncate that found no room with
-// ErrNoSpace: the disk is full (ENOSPC) or the user's quota is spent
-// (EDQUOT). Either way the kernel refused the write and lost nothing.
+// ErrNoSpace: the disk is full (ENOSPC), the user's quota is spent
+// (EDQUOT), or the file would pass the largest size it may have (EFBIG:
+// the process's RLIMIT_FSIZE or the file system's largest file). Each
+// way the kernel refused the write, or wrote only what fit, and lost
+// nothing it had taken.
 func osErr(err error) error {
-	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+	if err != nil && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)) {
 		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	return err

@@ -18,6 +18,7 @@ func TestOSErrorsOfAWriteWithNoRoom(t *testing.T) {
 	}{
 		{syscall.ENOSPC, true},
 		{syscall.EDQUOT, true},
+		{syscall.EFBIG, true},
 		{syscall.EIO, false},
 		{syscall.EROFS, false},
 	} {
