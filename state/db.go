@@ -747,11 +747,20 @@ const fileFormatOffset = 18
 // not write, a read-only file system) is ErrCannotOpen, or ErrReadOnly when
 // writing was refused, wrapping the failed call and its errno as SQLite
 // logged it after mark, or ErrDiskFull when the file system had no room
-// to create the -wal or -shm file; an I/O error gets the errno SQLite saw.
+// to create the -wal or -shm file, or a write found the quota spent or
+// the file size limit reached; an I/O error gets the errno SQLite saw.
 func (db *DB) openCause(err error, mark uint64) error {
 	switch {
 	case explained(err):
 		return err
+	case errors.Is(err, ErrDiskFull) && db.roomSpent(err) != 0:
+		// A spent quota or the file size limit (noroom.go).
+		errno := db.roomSpent(err)
+		return &causeError{
+			msg: fmt.Sprintf("open %s: %v: no room to write the file: %s: %s",
+				db.path, ErrDiskFull, roomText(errno), errnoText(errno)),
+			errs: []error{err, errno},
+		}
 	case sqliteCode(err) == sqliteCantOpen:
 		cause := osCause(db.path, mark)
 		if missingSidecar(cause) {

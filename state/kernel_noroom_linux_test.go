@@ -22,6 +22,7 @@ import (
 func init() {
 	helperRoles["kernel-fsize"] = helperFileSizeLimit
 	helperRoles["kernel-fsize-vfs"] = helperFileSizeLimit
+	helperRoles["kernel-fsize-open"] = helperOpenUnderSizeLimit
 }
 
 // Bounds of the helpers' retries of a write refused for want of room: a
@@ -83,6 +84,77 @@ func TestKernelFileSizeLimit(t *testing.T) {
 			assert.Empty(t, findings)
 		})
 	}
+}
+
+// TestKernelOpenUnderFileSizeLimit: an Open that must write past the
+// process's file size limit is ErrDiskFull wrapping EFBIG and saying which
+// file and which limit, not ErrIO: the new file's first page (SQLite
+// reports a failed write, SQLITE_IOERR_WRITE), or the -shm index SQLite
+// grows beside it. With the limit gone, the file opens and checks clean.
+func TestKernelOpenUnderFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	cmd, _, out := startHelper(t, "kernel-fsize-open", dir, nil, "")
+	for _, tc := range []struct {
+		name, says string
+	}{
+		{"first-page", "no room to write the file: the file reached the largest size it may have (the process's file size limit, RLIMIT_FSIZE"},
+		{"index", "no room for the index beside the file: write " + filepath.Join(dir, "index", "app.state-shm")},
+	} {
+		opened := expectLine(t, out, "open "+tc.name)
+		assert.Equal(t, "diskfull=true io=false efbig=true", expectLine(t, out, "kinds"), opened)
+		assert.True(t, strings.HasPrefix(opened, "open "+filepath.Join(dir, tc.name, "app.state")+": "), opened)
+		assert.Contains(t, opened, tc.says)
+		assert.Contains(t, opened, "EFBIG")
+		t.Logf("%s: %s", tc.name, opened)
+	}
+	require.NoError(t, cmd.Wait())
+	for _, name := range []string{"first-page", "index"} {
+		db, err := state.Open(filepath.Join(dir, name, "app.state"))
+		require.NoError(t, err, "the limit gone")
+		require.NoError(t, db.Set(t.Context(), "k", 1))
+		findings, err := db.Check(t.Context())
+		require.NoError(t, err)
+		assert.Empty(t, findings)
+		require.NoError(t, db.Close())
+	}
+}
+
+// helperOpenUnderSizeLimit opens a new file under dir with RLIMIT_FSIZE
+// below its first page, then another below the -shm index's first 32 KiB,
+// and says how each went.
+func helperOpenUnderSizeLimit(dir string) int {
+	for _, tc := range []struct {
+		name  string
+		limit uint64
+	}{{"first-page", 1 << 10}, {"index", 4<<10 + 100}} {
+		path := filepath.Join(dir, tc.name, "app.state")
+		if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		orig := lim
+		lim.Cur = tc.limit
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		db, err := state.Open(path)
+		_ = syscall.Setrlimit(syscall.RLIMIT_FSIZE, &orig)
+		if err == nil {
+			fmt.Println("open", tc.name, "ok")
+			_ = db.Close()
+			continue
+		}
+		fmt.Println("open", tc.name, strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Printf("kinds diskfull=%v io=%v efbig=%v\n", errors.Is(err, state.ErrDiskFull),
+			errors.Is(err, state.ErrIO), errors.Is(err, syscall.EFBIG))
+	}
+	return 0
 }
 
 // fsizeLimit is the file size limit helperFileSizeLimit sets after Open.

@@ -102,7 +102,7 @@ func create(ctx context.Context, conn *sql.Conn, path string, cfg config) error 
 	// journal_mode=WAL changes the header, so it runs only once inspect
 	// found the file empty or ours.
 	if err := toWAL(ctx, conn, cfg); err != nil {
-		return openError(ctx, path, fmt.Errorf("journal_mode: %w", err))
+		return openError(ctx, path, fmt.Errorf("journal_mode: %w", roomRefusedOn(conn, err)))
 	}
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return openError(ctx, path, err)
@@ -122,11 +122,12 @@ func create(ctx context.Context, conn *sql.Conn, path string, cfg config) error 
 		return err
 	}()
 	if err != nil {
+		err = roomRefusedOn(conn, err)
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		return openError(ctx, path, err)
 	}
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		return openError(ctx, path, err)
+		return openError(ctx, path, roomRefusedOn(conn, err))
 	}
 	return nil
 }
