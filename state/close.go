@@ -37,12 +37,13 @@ func (db *DB) Close() error {
 	db.closed = true
 	db.setWait(context.Background(), db.cfg.clock.Monotonic()-start)
 	var damageErr error
-	if !db.cfg.readOnly {
+	if !db.cfg.readOnly && !db.lockless {
 		// The last connection to close checkpoints: not a damaged WAL.
+		// (Without locks it cannot: locklost.go.)
 		damageErr = db.refuseOutsideDamage()
 	}
-	if db.failed != nil && !db.cfg.readOnly {
-		db.closeFailed()
+	if db.failed != nil && !db.cfg.readOnly && !db.lockless {
+		db.closeFailed() // not without locks: others may be writing the file (locklost.go)
 	}
 	foldErr := db.foldHWM(context.Background())
 	return db.closeError(d, damageErr, flushErr, foldErr, db.releaseHandle())

@@ -52,6 +52,7 @@ type DB struct {
 	counted      string                // the real path counted in handlesHere while open (walcheck.go)
 	writeVersion byte                  // the file format write version in the header, as Open found it
 	failed       error                 // the I/O error or corruption that ended this handle
+	lockless     bool                  // the file system stopped granting locks under the handle (locklost.go)
 	file         *dbFile               // the process's descriptor of the file on the native VFS (dbfile.go)
 	wal          fileSyncer            // the WAL, opened at Open to sync it apart from SQLite (walsync.go)
 	walDirSynced bool                  // syncWALDir ran

@@ -56,7 +56,9 @@ var (
 	// ErrBusy is returned when another connection (another process, or
 	// another handle on the same file) held the file's lock for longer than
 	// the verb's busy timeout allowed (WithBusyTimeout), counting what the
-	// verb waited behind other verbs and background work of the handle.
+	// verb waited behind other verbs and background work of the handle;
+	// or when SQLite could not take a read lock on the WAL index in its own
+	// retries (about 10 s).
 	ErrBusy = errors.New("statekit: database is busy")
 	// ErrReadOnly is returned by write verbs on a handle opened WithReadOnly;
 	// by Open when the file, its directory or its file system cannot be
@@ -74,8 +76,10 @@ var (
 	// system's error, so errors.Is(err, syscall.EMFILE) or
 	// errors.Is(err, fs.ErrNotExist) tell which.
 	ErrCannotOpen = errors.New("statekit: cannot open the file")
-	// ErrIO is returned when the file system failed a read, write or sync.
-	// It wraps the operating system's error when SQLite reported one
+	// ErrIO is returned when the file system failed a read, write or sync,
+	// or stopped granting locks on the file under the open handle (wraps
+	// syscall.ENOLCK: a network file system's lock service stopped). It
+	// wraps the operating system's error when SQLite reported one
 	// (errors.Is(err, syscall.EIO)). The handle then refuses every further
 	// call with ErrIO: the failed write is never retried as if nothing
 	// happened. Reopen the file to recover the last committed state. A
@@ -149,6 +153,7 @@ const (
 	sqliteCorrupt   = 11
 	sqliteFull      = 13
 	sqliteCantOpen  = 14
+	sqliteProtocol  = 15 // a WAL read lock not had after many tries
 	sqliteNotADB    = 26
 
 	// sqliteIOErrShmMap is SQLITE_IOERR_SHMMAP: mmap of the -shm file
@@ -187,7 +192,7 @@ func classify(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err) // noroom.go
 	}
 	switch sqliteCode(err) {
-	case sqliteBusy, sqliteLocked:
+	case sqliteBusy, sqliteLocked, sqliteProtocol:
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case sqliteFull:
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
@@ -317,7 +322,18 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 				"the cause: the file may be sound once the disk answers again", ErrIO, errnoText(errno), sqliteText(err)),
 			errs: []error{ErrIO, errno},
 		}
-	case errors.Is(err, ErrBusy) && (sqliteCode(err) == sqliteBusy || sqliteCode(err) == sqliteLocked):
+	case errors.Is(err, ErrBusy) && (sqliteCode(err) == sqliteBusy || sqliteCode(err) == sqliteLocked ||
+		sqliteCode(err) == sqliteProtocol):
+		if lost := db.locksLost(); lost != nil {
+			return lost // locklost.go
+		}
+		if sqliteCode(err) == sqliteProtocol {
+			return &causeError{
+				msg: fmt.Sprintf("%v: SQLite could not take a read lock on the WAL index in many tries over about "+
+					"10 s (other connections kept changing the index or holding its locks)", ErrBusy),
+				errs: []error{err},
+			}
+		}
 		return &causeError{
 			msg: fmt.Sprintf("%v: another connection held the file's lock past the busy timeout (%v, counted from the call)",
 				ErrBusy, db.cfg.busyTimeout),
