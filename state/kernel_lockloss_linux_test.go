@@ -41,6 +41,7 @@ func init() {
 // each step.
 func TestKernelLocksLostUnderAHandle(t *testing.T) {
 	strace := needStrace(t)
+	needAttach(t, strace)
 	path := filepath.Join(t.TempDir(), "l.state")
 	cmd, stdin, out := startHelper(t, "kernel-lockloss", path, nil, "")
 	tid := expectLine(t, out, "ready")
@@ -87,6 +88,20 @@ func TestKernelLocksLostUnderAHandle(t *testing.T) {
 	assert.Greater(t, steps[1], 100, "the set met the refused locks: SQLite's retries")
 	assert.Zero(t, steps[2], "the get after it tried the file")
 	assert.Less(t, steps[3], 10, "Close waited out SQLite's retries again")
+}
+
+// needAttach skips the test when strace cannot attach to a running
+// process here (ptrace restricted to a tracer's own children).
+func needAttach(t *testing.T, strace string) {
+	t.Helper()
+	sleep := exec.Command("sleep", "1")
+	if err := sleep.Start(); err != nil {
+		t.Skipf("no sleep to attach strace to: %v", err)
+	}
+	defer func() { _ = sleep.Wait() }()
+	if out, err := exec.Command(strace, "-qq", "-o", "/dev/null", "-p", strconv.Itoa(sleep.Process.Pid)).CombinedOutput(); err != nil {
+		t.Skipf("strace cannot attach to a running process here (ptrace restricted?): %v: %s", err, out)
+	}
 }
 
 // waitTraced waits until every thread of process pid has a tracer.
