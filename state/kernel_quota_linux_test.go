@@ -271,3 +271,28 @@ func helperQuotaOpen(path string) int {
 		errors.Is(err, state.ErrIO), errors.Is(err, syscall.EDQUOT))
 	return 0
 }
+
+// TestKernelQuotaSpentCreatingTheFile: an Open that creates the file with
+// the quota spent (its first page refused with EDQUOT) fails with
+// ErrDiskFull saying so, not ErrIO ("journal_mode: disk I/O error"), and
+// leaves a file the next Open, with room, makes whole.
+func TestKernelQuotaSpentCreatingTheFile(t *testing.T) {
+	strace := needStrace(t)
+	path := filepath.Join(t.TempDir(), "new.state")
+	cmd, out, trace := startInjected(t, strace, "kernel-quota-open", path, path, "pwrite64", "EDQUOT", "1+")
+	opened := expectLine(t, out, "open")
+	assert.Equal(t, "diskfull=true io=false edquot=true", expectLine(t, out, "kinds"), "Open: %s", opened)
+	assert.True(t, strings.HasPrefix(opened, "open "+path+": "), opened)
+	assert.Contains(t, opened, "the disk quota is spent", opened)
+	t.Logf("Open: %s", opened)
+	require.NoError(t, cmd.Wait())
+	assert.Positive(t, injected(t, trace), "no write to the file was refused")
+
+	db, err := state.Open(path)
+	require.NoError(t, err, "with room")
+	defer db.Close()
+	require.NoError(t, db.Set(t.Context(), "k", 1))
+	findings, err := db.Check(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, findings)
+}
