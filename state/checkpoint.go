@@ -251,12 +251,23 @@ func (db *DB) checkpointIfDue(ctx context.Context) {
 	if err != nil || written < db.checkpointEveryPages() {
 		return
 	}
+	db.checkpointNow(ctx)
+}
+
+// checkpointNow runs a passive checkpoint on the handle's connection, as
+// checkpointIfDue does when one is due; and right after a write refused
+// for want of room when no background checkpointer runs to be asked
+// (note): once the WAL is in the file, the next write starts it over in
+// the room it has. Callers hold mu, outside a transaction.
+func (db *DB) checkpointNow(ctx context.Context) {
 	if db.refuseOutsideDamage() != nil {
 		return // never copy a damaged WAL into the file
 	}
-	_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
+	if db.pages != nil {
+		_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
+	}
 	var busy, frames, copied int64
-	err = db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
+	err := db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil && fatal(err) {
 		db.note(fmt.Errorf("checkpoint: %w", err))
 	}

@@ -699,7 +699,11 @@ func (db *DB) note(err error) error {
 		if !fatal(err) {
 			// The WAL's own room, once all in the file, is room for the
 			// next writes: they start it over from its beginning.
-			db.bg.ckpt.request()
+			if db.cfg.runsBackground() {
+				db.bg.ckpt.request()
+			} else if !db.cfg.readOnly && db.conn != nil && db.autocommit() {
+				db.checkpointNow(context.Background())
+			}
 		}
 	}
 	if fatal(err) && db.failed == nil {

@@ -92,8 +92,8 @@ var (
 	// file reached the largest size it may have (wraps syscall.EFBIG: the
 	// process's RLIMIT_FSIZE or the file system's largest file). The
 	// failed transaction leaves nothing behind and the handle stays usable;
-	// the refusal asks the background checkpoint to empty the WAL into the
-	// file, so writes that need no new room in it go on soon after.
+	// the refusal asks for a checkpoint that empties the WAL into the file,
+	// so writes that need no new room in it go on soon after.
 	ErrDiskFull = errors.New("statekit: disk full")
 	// ErrCorrupt is returned when the file's content is damaged, or when
 	// another program damaged the -wal or -shm file beside it (see

@@ -257,14 +257,21 @@ func untilRoom(write func() error) (int, error) {
 // TestKernelFullDiskCountersGoOn: on a disk another program filled,
 // writes that need no new room in the file (counters bumped, keys
 // overwritten) go on: the first that finds no room at the WAL's end is
-// ErrDiskFull and leaves nothing, the background checkpoint it asks for
-// empties the WAL into the file, and the next writes start the WAL over
-// in the room it already has. Every acknowledged increment is there after.
+// ErrDiskFull and leaves nothing, the checkpoint it asks for (the
+// background one, or with WithoutBackground one on the handle's own
+// connection right away) empties the WAL into the file, and the next
+// writes start the WAL over in the room it already has. Every acknowledged
+// increment is there after.
 func TestKernelFullDiskCountersGoOn(t *testing.T) {
+	t.Run("default", func(t *testing.T) { fullDiskCountersGoOn(t) })
+	t.Run("without-background", func(t *testing.T) { fullDiskCountersGoOn(t, state.WithoutBackground()) })
+}
+
+func fullDiskCountersGoOn(t *testing.T, opts ...state.Option) {
 	dir := mountTmpfs(t, "2m")
 	path := filepath.Join(dir, "app.state")
 	ctx := t.Context()
-	db, err := state.Open(path)
+	db, err := state.Open(path, opts...)
 	require.NoError(t, err)
 	const keys, incrs = 20, 3000
 	counts := make([]int64, keys)
