@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/recipehooks"
@@ -34,10 +36,16 @@ const (
 // the file; the prefix keeps the cache's leases apart from an app's own.
 const LeasePrefix = "cache:"
 
+// MaxKeyBytes is the longest key the cache takes: the engine's longest key
+// less LeasePrefix, since the key's lease is named after it.
+const MaxKeyBytes = state.MaxKeyBytes - len(LeasePrefix)
+
 // Errors. Returned errors wrap them with the key and cause.
 var (
 	// ErrInvalidArgument is returned for a nil DB, an empty key, a ttl of
-	// zero or less, a nil fn, or a bad option. Nothing is computed.
+	// zero or less, a nil fn, a bad option, or a key the cache cannot keep
+	// (longer than MaxKeyBytes, not UTF-8, holding NUL; these wrap
+	// state.ErrInvalidKey too). Nothing is computed.
 	ErrInvalidArgument = errors.New("cache: invalid argument")
 	// ErrWaitTimeout is returned when another caller held the key's lease
 	// for longer than the wait allowed (WithMaxWait) without writing a value.
@@ -95,8 +103,9 @@ func WithPoll(d time.Duration) Option {
 // GetOrCompute returns the live value of key. On a miss, one caller (across
 // every goroutine and process sharing the file) takes a lease on the key and
 // runs fn; it writes fn's value with a deadline of ttl and returns it. The
-// others wait, looking at the file every few milliseconds, and return that
-// value once it is written; if the computing caller's lease lapses first
+// others wait, looking at the file every few milliseconds (at least twice
+// per ttl, so that a short-lived value is seen), and return that value once
+// it is written; if the computing caller's lease lapses first
 // (it died, or fn outran the lease), one of them takes the lease over and
 // runs fn itself.
 //
@@ -111,9 +120,17 @@ func WithPoll(d time.Duration) Option {
 // panic) goes to this caller only; waiting callers take the lease over and
 // run fn themselves.
 //
+// A value that expires before a waiting caller looks again (a ttl shorter
+// than the waiter's scheduling delays) is computed again by that caller:
+// the cache never returns a value past its ttl.
+//
+// An empty value is returned as an empty, non-nil slice, whether computed
+// or read.
+//
 // GetOrCompute returns ErrInvalidArgument for bad arguments, ErrWaitTimeout
-// when the wait ran out, ErrNotBytes when key holds an integer, and the
-// file's errors (ErrBusy, ErrIO, a cancelled ctx) as they come.
+// when the wait ran out, ErrNotBytes when key holds an integer,
+// state.ErrInvalidValue when fn returned more than state.MaxValueBytes, and
+// the file's errors (ErrBusy, ErrIO, a cancelled ctx) as they come.
 func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Duration,
 	fn func(ctx context.Context) ([]byte, error), opts ...Option) ([]byte, error) {
 	c := config{lease: DefaultLease, maxWait: DefaultMaxWait, poll: DefaultPoll}
@@ -128,6 +145,9 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 	}
 	deadline := db.Now().Add(c.maxWait)
 	pause := time.Millisecond
+	// Look at least twice per ttl: a value written and expired between two
+	// looks would be computed again.
+	longest := min(c.poll, max(ttl/2, time.Millisecond))
 	for missed := false; ; missed = true {
 		if v, ok, err := lookup(ctx, db, key); ok || err != nil {
 			return v, err
@@ -155,7 +175,7 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 		if err := sleep(ctx, h, wait); err != nil {
 			return nil, fmt.Errorf("cache %q: %w", key, err)
 		}
-		pause = min(2*pause, c.poll)
+		pause = min(2*pause, longest)
 	}
 }
 
@@ -166,6 +186,13 @@ func check(db *state.DB, key string, ttl time.Duration, fn func(context.Context)
 		return fmt.Errorf("%w: nil *state.DB", ErrInvalidArgument)
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	case len(key) > MaxKeyBytes:
+		return fmt.Errorf("%w: %w: key %q... is %d bytes, over the cache's %d (the engine's %d less the lease's prefix %q)",
+			ErrInvalidArgument, state.ErrInvalidKey, key[:32], len(key), MaxKeyBytes, state.MaxKeyBytes, LeasePrefix)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("%w: %w: key %q is not valid UTF-8", ErrInvalidArgument, state.ErrInvalidKey, key)
+	case strings.IndexByte(key, 0) >= 0:
+		return fmt.Errorf("%w: %w: key %q holds a NUL byte", ErrInvalidArgument, state.ErrInvalidKey, key)
 	case ttl <= 0:
 		return fmt.Errorf("%w: key %q: ttl %v, want more than zero", ErrInvalidArgument, key, ttl)
 	case fn == nil:
@@ -194,7 +221,11 @@ func lookup(ctx context.Context, db *state.DB, key string) ([]byte, bool, error)
 	if v.IsInt() {
 		return nil, false, fmt.Errorf("cache %q: %w: it holds %s", key, ErrNotBytes, v)
 	}
-	return v.Bytes(), true, nil
+	b := v.Bytes()
+	if b == nil {
+		b = []byte{} // as fill returns it
+	}
+	return b, true, nil
 }
 
 // fill runs fn under lease l and writes its value if l still holds.

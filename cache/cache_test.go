@@ -13,6 +13,7 @@ import (
 
 	"github.com/statekit/statekit/cache"
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/recipehooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,9 +98,39 @@ func TestEmptyValueIsAValue(t *testing.T) {
 			return nil, nil
 		})
 		require.NoError(t, err)
-		assert.Empty(t, v)
+		assert.Equal(t, []byte{}, v, "computed or read, an empty value is an empty slice")
 	}
 	assert.EqualValues(t, 1, calls.Load(), "an empty value is cached too")
+	v, err := cache.GetOrCompute(ctx, db, strings.Repeat("k", cache.MaxKeyBytes), time.Minute, counting(&calls, "longest"))
+	require.NoError(t, err, "the longest key the cache takes")
+	assert.Equal(t, "longest", string(v))
+}
+
+// TestWaitersLookTwicePerTTL holds a key's lease and has another caller
+// wait for it: each pause between its looks is at most half the ttl, so a
+// value that lives for ttl is seen before it expires.
+func TestWaitersLookTwicePerTTL(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := capped(t)
+	_, err := db.Lease(ctx, cache.LeasePrefix+"k", "another caller", time.Hour)
+	require.NoError(t, err)
+	for _, ttl := range []time.Duration{time.Millisecond, 6 * time.Millisecond, 40 * time.Millisecond, time.Hour} {
+		var pauses []time.Duration
+		wctx, stop := context.WithCancel(ctx)
+		h := &recipehooks.Hooks{Sleep: func(ctx context.Context, d time.Duration) error {
+			if pauses = append(pauses, d); len(pauses) == 12 {
+				stop()
+			}
+			return ctx.Err()
+		}}
+		_, err := cache.GetOrCompute(recipehooks.With(wctx, h), db, "k", ttl, counting(new(atomic.Int64), "x"))
+		require.ErrorIs(t, err, context.Canceled)
+		longest := max(time.Millisecond, min(ttl/2, cache.DefaultPoll))
+		for _, p := range pauses {
+			assert.LessOrEqual(t, p, longest, "ttl %v: pauses %v", ttl, pauses)
+		}
+		assert.Equal(t, longest, pauses[len(pauses)-1], "ttl %v: the pauses grow to their bound", ttl)
+	}
 }
 
 // TestGoroutinesShareOneFill starts many callers of a cold key at once; the
@@ -320,9 +351,17 @@ func TestBadArguments(t *testing.T) {
 		{"zero poll", func() ([]byte, error) {
 			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithPoll(0))
 		}, "poll 0s"},
+		{"key too long for its lease", func() ([]byte, error) {
+			return cache.GetOrCompute(ctx, db, strings.Repeat("k", cache.MaxKeyBytes+1), time.Minute, fn)
+		}, "over the cache's 1018"},
+		{"key not UTF-8", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k\xff", time.Minute, fn) }, "not valid UTF-8"},
+		{"key with NUL", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k\x00", time.Minute, fn) }, "NUL"},
 	} {
 		v, err := c.call()
 		assert.ErrorIs(t, err, cache.ErrInvalidArgument, c.name)
+		if strings.HasPrefix(c.name, "key ") {
+			assert.ErrorIs(t, err, state.ErrInvalidKey, c.name)
+		}
 		assert.ErrorContains(t, err, c.cause, c.name)
 		assert.Nil(t, v, c.name)
 	}

@@ -17,12 +17,12 @@ import (
 // n at now is allowed if max(TAT, now) + n*interval - now <= burst*interval,
 // and moves TAT there.
 //
-// Each decision reads the TAT and writes it back in one Update, exact across
-// goroutines and processes. A refused request writes nothing. The key
-// expires one capacity (burst*interval) after the bucket is full again, so an
-// idle client costs no row for long, and a decision that runs a little
-// after the time it decided by, or in a process whose clock is a little
-// behind, never finds the bucket gone before it is full.
+// Each decision reads the TAT and writes it back in one Update, at that
+// transaction's time (now above), exact across goroutines and processes. A
+// refused request writes nothing. The key expires one capacity
+// (burst*interval) after the bucket is full again, so an idle client costs
+// no row for long, and a process whose clock is a little behind never finds
+// the bucket gone before it is full.
 //
 // The emission interval is whole nanoseconds (window/limit rounded down), so
 // a rate that does not divide evenly refills a hair faster than stated: 3
@@ -70,19 +70,23 @@ func (b *TokenBucket) Allow(ctx context.Context, key string) (Decision, error) {
 
 // AllowN decides a request of n tokens (1 <= n <= burst) under key.
 func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	if err := checkRequest(key, n, b.burst); err != nil {
+	if err := checkRequest(key, n, b.burst, b.prefix, 0); err != nil {
 		return Decision{}, err
 	}
 	k := b.prefix + key
-	now, twoSteps := decideAt(ctx, b.db)
-	var tat, newTAT int64
+	var now, tat, newTAT int64
 	allowed := false
-	err := decide(ctx, b.db, twoSteps, func(tx *state.Tx) error {
+	err := decide(ctx, b.db, twoStepsOn(ctx), func(tx *state.Tx) error {
 		// On a store opened from a URL the callback may run again after a
 		// conflict: only the last run's answer counts.
 		allowed = false
 		var err error
 		if tat, err = storedInt(tx, k); err != nil {
+			return err
+		}
+		// The time after the read: in a Redis Cluster the transaction has
+		// its time only once it has touched a key.
+		if now, err = decidedAt(ctx, tx); err != nil {
 			return err
 		}
 		tat = max(tat, now)
@@ -100,9 +104,8 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		}
 		// The row outlives the time the bucket is full again by one
 		// capacity, as a window's count outlives its window by a window:
-		// a decision whose verb runs a little after the now it decided
-		// by, or a process whose engine time is a little behind, still
-		// finds the bucket, never a full one before its time.
+		// a process whose engine time is a little behind still finds the
+		// bucket, never a full one before its time.
 		return tx.Set(k, newTAT, state.TTL(time.Duration(newTAT-now+b.tau)))
 	})
 	if err != nil {

@@ -19,7 +19,12 @@
 //     time), read and written back in one Update; a refused request writes
 //     nothing.
 //
-// Time is the engine's (db.Now), never time.Now, so a file opened with
+// Time is the engine's, never time.Now: a decision in an Update reads its
+// transaction's time (state.Tx.Now), the time its verbs run at, so one that
+// runs late (behind the file's lock, in a paused process) is placed by when
+// it ran; a fixed window's single Incr is placed by db.Now just before it,
+// and decided again in an Update if it returned so late that its window's
+// count may have expired before it ran. So a file opened with
 // state.WithClock(faults.NewClock(...)) gives decisions a test can step by
 // hand. Processes sharing a file each have their own engine clock, which
 // agree to within the high-water mark's lead (state.HighWaterLead) and
@@ -28,9 +33,11 @@
 // Redis client fleet.
 //
 // Bad configuration (a limit or window of zero or less, a rate too fast to
-// express in nanoseconds, an empty key, a request of n outside 1..limit) is
-// an error naming the cause, at construction or at the call: never a
-// limiter that allows everything.
+// express in nanoseconds, a prefix that is not text or leaves no room) and
+// bad requests (a key that is empty, not UTF-8, holds NUL, or is too long
+// to store under the limiter's prefix; a request of n outside 1..limit, or
+// 1..burst for the bucket) are errors naming the cause, at construction or
+// at the call: never a limiter that allows everything.
 //
 // What it is not: a limiter across machines. Every process deciding must
 // open the same file on one machine.

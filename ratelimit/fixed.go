@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,11 @@ import (
 // returns the count that decides it, so no two callers, in any process, can
 // both see room for the last request. A refused request of one is counted
 // too (the window is already full, so the count only grows past the limit).
+// The Incr is placed by the engine's time read just before it; if it
+// returns more than a window after its window ended, the count may have
+// expired before it ran, and the request is decided again in one Update by
+// that transaction's time (its first count stays: a window may then refuse
+// a request it had room for, never allow one too many).
 // A request of n > 1 reads the count and adds n only if all n fit, in one
 // Update, so a refused big request leaves the room it did not take.
 //
@@ -55,44 +61,89 @@ func (f *FixedWindow) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN decides a request of n under key: allowed if the window's count
 // plus n is within the limit.
 func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	if err := checkRequest(key, n, f.limit); err != nil {
+	if err := checkRequest(key, n, f.limit, f.prefix, windowKeyRoom); err != nil {
 		return Decision{}, err
 	}
-	now, twoSteps := decideAt(ctx, f.db)
+	twoSteps := twoStepsOn(ctx)
+	if n == 1 && !twoSteps {
+		d, placed, err := f.incr(ctx, key)
+		if err != nil || placed {
+			return d, err
+		}
+		// The Incr ran so long after the time it decided by that the
+		// window's count may have expired before it: it may have counted
+		// in a fresh one. Decide again, inside a transaction.
+	}
+	return f.inTx(ctx, key, n, twoSteps)
+}
+
+// incr decides a request of one by a single Incr on the count of the window
+// db.Now places it in. placed is false when the Incr may have run after the
+// count's guaranteed life (a window past the window's end): the decision
+// cannot be trusted, and the caller decides again. The request it counted
+// then stays counted: a window may refuse a request it could have taken,
+// never take one too many.
+func (f *FixedWindow) incr(ctx context.Context, key string) (d Decision, placed bool, err error) {
+	now := f.db.Now().UnixNano()
+	noteDecided(ctx, now)
 	idx := now / f.window
 	left := (idx+1)*f.window - now // until the window ends: at least 1ns
 	k := windowKey(f.prefix, key, idx)
 	// The key outlives its window by a window, so that a caller whose
 	// engine time is a little behind (read before the verb ran, or another
 	// process's clock) still finds this window's count, never a fresh one.
-	ttl := state.TTL(time.Duration(left + f.window))
-
-	var count int64 // the window's count after this request, or before it if refused
-	allowed := false
-	if n == 1 && !twoSteps {
-		c, err := f.db.Incr(ctx, k, ttl)
-		if err != nil {
-			return Decision{}, fmt.Errorf("fixed window %q: %w", key, err)
-		}
-		count, allowed = c, c <= f.limit
-	} else {
-		err := decide(ctx, f.db, twoSteps, func(tx *state.Tx) error {
-			c, err := storedInt(tx, k)
-			count, allowed = c, err == nil && c <= f.limit-n
-			return err
-		}, func(tx *state.Tx) error {
-			if !allowed {
-				return nil
-			}
-			var err error
-			count, err = tx.IncrBy(k, n, ttl)
-			return err
-		})
-		if err != nil {
-			return Decision{}, fmt.Errorf("fixed window %q: %w", key, err)
-		}
+	c, err := f.db.Incr(ctx, k, state.TTL(time.Duration(left+f.window)))
+	switch {
+	case errors.Is(err, state.ErrNotInteger), errors.Is(err, state.ErrOverflow):
+		return Decision{}, false, fmt.Errorf("fixed window %q: %w: %w", key, ErrBadState, err)
+	case err != nil:
+		return Decision{}, false, fmt.Errorf("fixed window %q: %w", key, err)
+	case c < 1:
+		return Decision{}, false, fmt.Errorf("fixed window %q: %w: key %q held %d", key, ErrBadState, k, c-1)
 	}
+	if f.db.Now().UnixNano() >= (idx+2)*f.window {
+		return Decision{}, false, nil
+	}
+	return f.decision(c, c <= f.limit, left), true, nil
+}
 
+// inTx decides a request of n in one Update, by the transaction's time: it
+// reads the window's count and adds n only if all n fit.
+func (f *FixedWindow) inTx(ctx context.Context, key string, n int64, twoSteps bool) (Decision, error) {
+	var (
+		k           string
+		left, count int64 // count: the window's count after this request, or before it if refused
+		allowed     bool
+	)
+	err := decide(ctx, f.db, twoSteps, func(tx *state.Tx) error {
+		allowed = false // on a store opened from a URL the callback may run again
+		now, err := decidedAt(ctx, tx)
+		if err != nil {
+			return err
+		}
+		idx := now / f.window
+		left = (idx+1)*f.window - now
+		k = windowKey(f.prefix, key, idx)
+		c, err := storedInt(tx, k)
+		count, allowed = c, err == nil && c <= f.limit-n
+		return err
+	}, func(tx *state.Tx) error {
+		if !allowed {
+			return nil
+		}
+		var err error
+		count, err = tx.IncrBy(k, n, state.TTL(time.Duration(left+f.window)))
+		return err
+	})
+	if err != nil {
+		return Decision{}, fmt.Errorf("fixed window %q: %w", key, err)
+	}
+	return f.decision(count, allowed, left), nil
+}
+
+// decision is the answer for a window whose count is count (after the
+// request if allowed), left before it ends.
+func (f *FixedWindow) decision(count int64, allowed bool, left int64) Decision {
 	d := Decision{Allowed: allowed, Limit: f.limit, Remaining: max(0, f.limit-count)}
 	if count > 0 {
 		d.Reset = time.Duration(left)
@@ -100,5 +151,5 @@ func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision
 	if !allowed || d.Remaining == 0 {
 		d.RetryAfter = time.Duration(left) // a new window starts empty, and n <= limit
 	}
-	return d, nil
+	return d
 }

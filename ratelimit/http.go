@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,11 +24,13 @@ const (
 // HTTPOption configures NewMiddleware.
 type HTTPOption func(*middleware)
 
-// OnError sets what the middleware does when the limiter fails (the file is
-// busy or broken, the key function gave an empty key): by default it answers
-// 500 Internal Server Error and does not call the next handler, so a broken
-// limiter never lets everything through. fn may log and answer otherwise;
-// it must write the response.
+// OnError sets what the middleware does when the limiter fails: by default
+// it answers 400 Bad Request when the key function gave a key no limiter
+// takes (ErrInvalidRequest: empty, too long, not UTF-8; a client's missing
+// or malformed API key), and 500 Internal Server Error otherwise (the file
+// is busy or broken), and in both cases does not call the next handler, so
+// neither a broken limiter nor a bad key lets a request through. fn may log
+// and answer otherwise; it must write the response.
 func OnError(fn func(w http.ResponseWriter, r *http.Request, err error)) HTTPOption {
 	return func(m *middleware) { m.onError = fn }
 }
@@ -53,7 +56,7 @@ func NewMiddleware(l Limiter, key func(*http.Request) string, next http.Handler,
 	case next == nil:
 		return nil, fmt.Errorf("middleware: %w: nil next handler", ErrInvalidConfig)
 	}
-	m := &middleware{l: l, key: key, next: next, onError: internalError}
+	m := &middleware{l: l, key: key, next: next, onError: failed}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("middleware: %w: nil HTTPOption", ErrInvalidConfig)
@@ -73,7 +76,12 @@ type middleware struct {
 	onError func(http.ResponseWriter, *http.Request, error)
 }
 
-func internalError(w http.ResponseWriter, _ *http.Request, _ error) {
+// failed is the default OnError.
+func failed(w http.ResponseWriter, _ *http.Request, err error) {
+	if errors.Is(err, ErrInvalidRequest) {
+		http.Error(w, "rate limit key not usable", http.StatusBadRequest)
+		return
+	}
 	http.Error(w, "rate limiter unavailable", http.StatusInternalServerError)
 }
 

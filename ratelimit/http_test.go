@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,17 +90,20 @@ func TestMiddlewareFailsClosed(t *testing.T) {
 
 	h, err := ratelimit.NewMiddleware(l, byClient, next)
 	require.NoError(t, err)
-	rec := serve(h, "") // no client: the key function gives ""
-	assert.Equal(t, http.StatusInternalServerError, rec.Code)
-	assert.Equal(t, [4]string{}, fields(rec))
+	// A key no limiter takes is the client's fault: 400, never the handler.
+	for _, client := range []string{"", strings.Repeat("k", 1020), "bad\xff"} {
+		rec := serve(h, client)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, "client key %q", cut(client))
+		assert.Equal(t, [4]string{}, fields(rec))
+	}
 
 	var got error
 	h, err = ratelimit.NewMiddleware(l, byClient, next, ratelimit.OnError(func(w http.ResponseWriter, _ *http.Request, err error) {
 		got = err
-		http.Error(w, "no client key", http.StatusBadRequest)
+		http.Error(w, "no client key", http.StatusUnauthorized)
 	}))
 	require.NoError(t, err)
-	assert.Equal(t, http.StatusBadRequest, serve(h, "").Code)
+	assert.Equal(t, http.StatusUnauthorized, serve(h, "").Code)
 	assert.ErrorIs(t, got, ratelimit.ErrInvalidRequest)
 
 	require.NoError(t, db.Close())
@@ -126,4 +130,12 @@ func TestMiddlewareBadConfiguration(t *testing.T) {
 		assert.True(t, errors.Is(err, ratelimit.ErrInvalidConfig), "%s: %v", name, err)
 		assert.Nil(t, h, name)
 	}
+}
+
+// cut shortens a long client key for a message.
+func cut(s string) string {
+	if len(s) > 16 {
+		return s[:16] + "..."
+	}
+	return s
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/recipehooks"
@@ -51,13 +53,17 @@ var (
 	// that cannot limit anything: a nil DB, a limit or window of zero or
 	// less, a rate or burst that does not fit in nanoseconds.
 	ErrInvalidConfig = errors.New("ratelimit: invalid configuration")
-	// ErrInvalidRequest is returned by Allow and AllowN for an empty key or
-	// a cost n outside 1..limit (a request of more than the limit could
-	// never be allowed).
+	// ErrInvalidRequest is returned by Allow and AllowN for a key the
+	// limiter cannot store under (empty, not UTF-8, holding NUL, or longer
+	// than the engine's state.MaxKeyBytes less the limiter's prefix and, for
+	// a window, 20 bytes of window index) or a cost n outside 1..limit
+	// (1..burst for a token bucket): a request of more could never be
+	// allowed.
 	ErrInvalidRequest = errors.New("ratelimit: invalid request")
 	// ErrBadState is returned when the key a limiter keeps its state under
 	// holds something it did not write (bytes, or an out-of-range number):
-	// another program wrote to the limiter's prefix.
+	// another program wrote to the limiter's prefix. A fixed window's single
+	// Incr finds it by adding to it, so that key has moved by one.
 	ErrBadState = errors.New("ratelimit: stored state is not a limiter's")
 )
 
@@ -120,6 +126,13 @@ func newConfig(kind string, db *state.DB, limit int64, window time.Duration, opt
 			return c, err
 		}
 	}
+	if err := checkText(c.prefix); err != nil {
+		return c, fmt.Errorf("%w: prefix %q %v", ErrInvalidConfig, c.prefix, err)
+	}
+	if len(c.prefix)+windowKeyRoom >= state.MaxKeyBytes {
+		return c, fmt.Errorf("%w: prefix %q is %d bytes, leaving no room for a key under the engine's %d",
+			ErrInvalidConfig, cut(c.prefix), len(c.prefix), state.MaxKeyBytes)
+	}
 	return c, nil
 }
 
@@ -128,13 +141,50 @@ func newConfig(kind string, db *state.DB, limit int64, window time.Duration, opt
 // a few spans never overflows int64 nanoseconds (that is the year 2262).
 const maxSpan = 50 * 365 * 24 * time.Hour
 
-// checkRequest checks a call's key and cost against limit.
-func checkRequest(key string, n, limit int64) error {
+// windowKeyRoom is what a window limiter adds to the caller's key besides its
+// prefix: ":" and the window's index, at most 19 digits.
+const windowKeyRoom = 1 + 19
+
+// checkRequest checks a call's key and cost against limit (a token
+// bucket's: its burst); room is what the limiter adds to the key besides
+// prefix (0 for the bucket), so that every key it writes is one the engine
+// takes.
+func checkRequest(key string, n, limit int64, prefix string, room int) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidRequest)
 	}
+	if most := state.MaxKeyBytes - len(prefix) - room; len(key) > most {
+		return fmt.Errorf("%w: key %q is %d bytes, over the %d this limiter takes (the engine's %d, less its prefix %q and what it adds)",
+			ErrInvalidRequest, cut(key), len(key), most, state.MaxKeyBytes, prefix)
+	}
+	if err := checkText(key); err != nil {
+		return fmt.Errorf("%w: key %q: %v", ErrInvalidRequest, key, err)
+	}
 	if n < 1 || n > limit {
-		return fmt.Errorf("%w: key %q: n %d, want 1..%d (the limit)", ErrInvalidRequest, key, n, limit)
+		bound := "the limit"
+		if room == 0 {
+			bound = "the bucket's burst"
+		}
+		return fmt.Errorf("%w: key %q: n %d, want 1..%d (%s)", ErrInvalidRequest, key, n, limit, bound)
+	}
+	return nil
+}
+
+// cut shortens a long key for an error message.
+func cut(key string) string {
+	if len(key) <= 32 {
+		return key
+	}
+	return key[:32] + "..."
+}
+
+// checkText refuses what no key may hold: bytes that are not UTF-8, and NUL.
+func checkText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return errors.New("holds a NUL byte")
 	}
 	return nil
 }
@@ -161,20 +211,34 @@ func windowKey(prefix, key string, idx int64) string {
 	return prefix + key + ":" + strconv.FormatInt(idx, 10)
 }
 
-// decideAt returns the engine's time in unix nanoseconds, the time a
-// decision is made by, and tells it to the simulator's hooks if ctx carries
-// them (internal/recipehooks); twoSteps says the planted bug that splits a
-// decision's read from its write is on.
-func decideAt(ctx context.Context, db *state.DB) (now int64, twoSteps bool) {
-	now = db.Now().UnixNano()
-	h := recipehooks.From(ctx)
-	if h == nil {
-		return now, false
-	}
-	if h.Decided != nil {
+// twoStepsOn says whether ctx carries the planted bug that splits a
+// decision's read from its write (internal/recipehooks).
+func twoStepsOn(ctx context.Context) bool {
+	return recipehooks.Has(ctx, bugs.LimiterTwoSteps)
+}
+
+// noteDecided tells the simulator's hooks, if ctx carries them, the engine
+// time in unix nanoseconds a decision is made by: the time that placed the
+// request in its window.
+func noteDecided(ctx context.Context, now int64) {
+	if h := recipehooks.From(ctx); h != nil && h.Decided != nil {
 		h.Decided(now)
 	}
-	return now, h.Bugs.Has(bugs.LimiterTwoSteps)
+}
+
+// decidedAt returns the time a decision inside tx is made by, the
+// transaction's own, in unix nanoseconds, and notes it. The time is read
+// inside the transaction, never before it: a decision placed by a time read
+// before its Update could run long after it (behind the file's lock, in a
+// paused process), when the rows that time needs may have expired.
+func decidedAt(ctx context.Context, tx *state.Tx) (int64, error) {
+	t, err := tx.Now()
+	if err != nil {
+		return 0, err
+	}
+	now := t.UnixNano()
+	noteDecided(ctx, now)
+	return now, nil
 }
 
 // decide runs a decision's read and then its write in one Update, so that

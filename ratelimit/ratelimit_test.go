@@ -326,8 +326,54 @@ func TestForeignStateIsAnError(t *testing.T) {
 		assert.ErrorIs(t, err, ratelimit.ErrBadState, name)
 		assert.False(t, d.Allowed, name)
 		_, err = l.Allow(ctx, "k")
-		assert.Error(t, err, "%s: one request", name)
+		assert.ErrorIs(t, err, ratelimit.ErrBadState, "%s: one request", name)
 	}
+	// A fixed window's single Incr finds what no decision writes: a count
+	// below one after its own, or one it cannot add to.
+	idx := fmt.Sprint(t0.UnixNano() / int64(time.Minute))
+	f, err := ratelimit.NewFixedWindow(db, 5, time.Minute)
+	require.NoError(t, err)
+	for _, v := range []any{-5, int64(math.MaxInt64)} {
+		require.NoError(t, db.Set(ctx, "ratelimit:fixed:k:"+idx, v))
+		d, err := f.Allow(ctx, "k")
+		assert.ErrorIs(t, err, ratelimit.ErrBadState, "fixed window over %v", v)
+		assert.False(t, d.Allowed, "fixed window over %v", v)
+	}
+}
+
+func TestKeysTheEngineWouldRefuseAreBadRequests(t *testing.T) {
+	db, _ := openDB(t)
+	for name, l := range limiters(t, db, 5, time.Minute) {
+		for _, c := range []struct {
+			key   string
+			cause string
+		}{
+			{strings.Repeat("k", state.MaxKeyBytes), "over the"},
+			{"bad\xff", "not valid UTF-8"},
+			{"nul\x00", "NUL"},
+		} {
+			d, err := l.Allow(t.Context(), c.key)
+			assert.ErrorIs(t, err, ratelimit.ErrInvalidRequest, "%s %q", name, c.key)
+			assert.ErrorContains(t, err, c.cause, "%s", name)
+			assert.False(t, d.Allowed, name)
+		}
+	}
+	// The longest key a limiter takes is one the engine takes too.
+	for name, l := range limiters(t, db, 5, time.Minute) {
+		longest := 0
+		for n := state.MaxKeyBytes; n > 0; n-- {
+			if _, err := l.Allow(t.Context(), strings.Repeat("k", n)); !errors.Is(err, ratelimit.ErrInvalidRequest) {
+				require.NoError(t, err, "%s: a key of %d bytes", name, n)
+				longest = n
+				break
+			}
+		}
+		assert.Greater(t, longest, state.MaxKeyBytes-64, "%s: room left for a key", name)
+	}
+	_, err := ratelimit.NewFixedWindow(db, 1, time.Minute, ratelimit.WithPrefix(strings.Repeat("p", state.MaxKeyBytes)))
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidConfig)
+	_, err = ratelimit.NewFixedWindow(db, 1, time.Minute, ratelimit.WithPrefix("p\xff"))
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidConfig)
 }
 
 func TestCancelledContextIsAnError(t *testing.T) {

@@ -21,8 +21,12 @@ import (
 //
 // A request of n is allowed if estimate + n <= limit, compared exactly in
 // integers (no rounding). Each decision reads both counters and, if
-// allowed, adds n to the current one, in one Update: exact across
-// goroutines and processes. A refused request writes nothing.
+// allowed, adds n to the current one, in one Update at that transaction's
+// time: exact across goroutines and processes. A refused request writes
+// nothing.
+//
+// Engine time is whole milliseconds, so a window of one millisecond always
+// counts the previous window in full: it allows about half its limit.
 type SlidingWindow struct {
 	db     *state.DB
 	limit  int64
@@ -55,27 +59,29 @@ func (s *SlidingWindow) Allow(ctx context.Context, key string) (Decision, error)
 // AllowN decides a request of n under key: allowed if the weighted count of
 // the last window plus n is within the limit.
 func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
-	if err := checkRequest(key, n, s.limit); err != nil {
+	if err := checkRequest(key, n, s.limit, s.prefix, windowKeyRoom); err != nil {
 		return Decision{}, err
 	}
 	w := s.window
-	now, twoSteps := decideAt(ctx, s.db)
-	idx := now / w
-	into := now - idx*w // how far into the current window: 0..w-1
-	left := w - into    // until it ends
-	curKey, prevKey := windowKey(s.prefix, key, idx), windowKey(s.prefix, key, idx-1)
-	// The current counter is the previous one all through the next window,
-	// and a window more for a caller whose engine time is a little behind.
-	ttl := state.TTL(time.Duration(left + 2*w))
-
-	var prev, cur int64
-	allowed := false
-	err := decide(ctx, s.db, twoSteps, func(tx *state.Tx) error {
+	var (
+		into, left int64 // how far into the current window (0..w-1), and until it ends
+		curKey     string
+		prev, cur  int64
+		allowed    bool
+	)
+	err := decide(ctx, s.db, twoStepsOn(ctx), func(tx *state.Tx) error {
 		// On a store opened from a URL the callback may run again after a
 		// conflict: only the last run's answer counts.
 		allowed = false
-		var err error
-		if prev, err = storedInt(tx, prevKey); err != nil {
+		now, err := decidedAt(ctx, tx)
+		if err != nil {
+			return err
+		}
+		idx := now / w
+		into = now - idx*w
+		left = w - into
+		curKey = windowKey(s.prefix, key, idx)
+		if prev, err = storedInt(tx, windowKey(s.prefix, key, idx-1)); err != nil {
 			return err
 		}
 		if cur, err = storedInt(tx, curKey); err != nil {
@@ -87,8 +93,11 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 		if !allowed {
 			return nil
 		}
+		// The current counter is the previous one all through the next
+		// window, and a window more for a process whose engine time is a
+		// little behind.
 		var err error
-		cur, err = tx.IncrBy(curKey, n, ttl)
+		cur, err = tx.IncrBy(curKey, n, state.TTL(time.Duration(left+2*w)))
 		return err
 	})
 	if err != nil {

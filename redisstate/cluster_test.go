@@ -61,6 +61,22 @@ func TestCluster(t *testing.T) {
 	v, _ = db.Get(ctx, "key21")
 	assert.Equal(t, "121", v.String(), "nothing written")
 
+	// In a cluster a transaction's time is its keys' master's: asked for
+	// before any key, there is none to ask.
+	err = db.Update(ctx, func(tx *state.Tx) error {
+		_, err := tx.Now()
+		return err
+	})
+	require.ErrorIs(t, err, state.ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "read or write a key before asking for Now")
+	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+		if _, err := tx.Get("key20"); err != nil {
+			return err
+		}
+		_, err := tx.Now()
+		return err
+	}), "after a key, the transaction has its time")
+
 	// With one hash tag they do.
 	require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
 		if _, err := tx.IncrBy("{user42}:balance", 5); err != nil {

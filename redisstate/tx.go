@@ -272,6 +272,28 @@ func (t *tx) ensureNow() error {
 	return nil
 }
 
+// Now is state's Tx.Now: the transaction's now, pinned, since the caller
+// decides by it. Before the first key it takes a TIME of its own, which in a
+// cluster has no server to ask: each master keeps its own time.
+func (t *tx) Now() (int64, error) {
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	if t.conn == nil {
+		if t.s.cluster != nil {
+			return 0, t.fail(fmt.Errorf("%w: in a Redis Cluster a transaction's time is its keys' master's: read or write a key before asking for Now", state.ErrInvalidArgument))
+		}
+		if err := t.bind("", ""); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.ensureNow(); err != nil {
+		return 0, err
+	}
+	t.pinned = true
+	return t.now, nil
+}
+
 // finalNow returns the server time the transaction's answers hold at, for
 // hooks.NoteNow: its now, which its first verb set; for a transaction
 // without a verb, which answered nothing, the store's estimate. ok is

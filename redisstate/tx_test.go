@@ -3,6 +3,7 @@ package redisstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -246,4 +247,36 @@ func TestUpdateRetryReadsAhead(t *testing.T) {
 	require.NoError(t, err)
 	n, _ := v.Int()
 	assert.EqualValues(t, 1, n)
+}
+
+// TestTxNowIsPinned reads the transaction's time inside Update on Redis: the
+// server's time, held for the rest of the attempt, so a deadline written
+// after it counts from it exactly.
+func TestTxNowIsPinned(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	for range 5 {
+		var first, second time.Time
+		before := db.Now()
+		require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+			var err error
+			if first, err = tx.Now(); err != nil {
+				return err
+			}
+			time.Sleep(3 * time.Millisecond) // the server's clock moves on
+			if _, err := tx.Get("absent"); !errors.Is(err, state.ErrNotFound) {
+				return fmt.Errorf("get: %w", err)
+			}
+			if err := tx.Set("k", "v", state.TTL(time.Hour)); err != nil {
+				return err
+			}
+			second, err = tx.Now()
+			return err
+		}))
+		assert.Equal(t, first, second, "one time for the whole attempt")
+		assert.WithinDuration(t, before, first, time.Second, "the server's time")
+		var expires time.Time
+		require.NoError(t, db.Scan(ctx, "k", false, func(k state.KeyInfo) error { expires = k.Expires; return nil }))
+		assert.True(t, first.Add(time.Hour).Equal(expires), "deadline %v, want %v", expires, first.Add(time.Hour))
+	}
 }

@@ -96,7 +96,7 @@ type decision struct {
 	lim       int
 	key       string
 	n         int64
-	nowNanos  int64 // the engine time it decided by (db.Now())
+	nowNanos  int64 // the engine time it decided by (its transaction's, or db.Now() before a single Incr)
 	verbMilli int64 // the engine time its verb ran at, as the engine claimed it
 	call, ret int64 // events
 	allowed   bool
@@ -299,12 +299,13 @@ func (w *world) checkRecipes() {
 // the early loss of one of its rows, which the limiter keeps a window (the
 // bucket: a capacity) past the time it needs it, so that it happens only
 // when a process whose engine time is that far ahead of the deciding one
-// sweeps the row (a wall-clock step between their starts) or a decision
-// runs its verb that long after the time it decided by. The simulator sees
-// every sweep's deletions; a sweep whose outcome is unknown counts as one
-// of every row it could have deleted; a decision that ran after a row's
-// guaranteed life counts as one. A decision that ran beside a reset is not
-// counted on either side of it. Within one span:
+// sweeps the row (a wall-clock step between their starts). The simulator
+// sees every sweep's deletions; a sweep whose outcome is unknown counts as
+// one of every row it could have deleted. A decision whose verb ran long
+// after the time it decided by is no excuse: each limiter decides by its
+// transaction's time, or (a fixed window's single Incr) decides again when
+// its Incr may have run past the row's guaranteed life. A decision that ran
+// beside a reset is not counted on either side of it. Within one span:
 //
 //   - fixed window: per key and window (placed by the time each decision
 //     decided by), the requests allowed total at most the limit;
@@ -365,26 +366,6 @@ func (w *world) checkLimits(epoch func(int64) int) {
 		for _, del := range w.recipes.deletions {
 			if (del.keys == nil && del.cutoff >= lifeOf(u)) || slices.Contains(del.keys, row) {
 				addReset(u, del.call, del.ret)
-			}
-		}
-	}
-	tauMillis := (recipeWindow / bucketRate * bucketBurst).Milliseconds()
-	for _, d := range w.recipes.decisions {
-		idx := d.nowMillis() / winMillis
-		switch d.lim {
-		case limFixed:
-			if u := (unitKey{limFixed, d.key, idx}); d.verbMilli >= lifeOf(u) {
-				addReset(u, d.call, d.ret)
-			}
-		case limSliding:
-			for _, u := range []unitKey{{limSliding, d.key, idx}, {limSliding, d.key, idx - 1}} {
-				if d.verbMilli >= lifeOf(u) {
-					addReset(u, d.call, d.ret)
-				}
-			}
-		default:
-			if d.verbMilli-d.nowMillis() >= tauMillis {
-				addReset(unitKey{limBucket, d.key, 0}, d.call, d.ret)
 			}
 		}
 	}
@@ -511,8 +492,6 @@ func (w *world) checkLimits(epoch func(int64) int) {
 		}
 	}
 }
-
-func (d decision) nowMillis() int64 { return d.nowNanos / int64(time.Millisecond) }
 
 // checkCache holds the cache's promises:
 //

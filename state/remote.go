@@ -71,6 +71,9 @@ type remoteTx interface {
 	Lease(name, owner string, ttl int64) (*Lease, error)
 	Renew(l *Lease, ttl int64) error
 	Release(l *Lease) error
+	// Now is the transaction's server time in ms since the epoch, held
+	// fixed for the rest of the attempt once asked for.
+	Now() (int64, error)
 }
 
 // backendPackages names the package a program imports to open each scheme.

@@ -86,6 +86,30 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	return db.named("update", "", err)
 }
 
+// Now returns the engine time the transaction runs at: every verb inside it
+// reads and writes at this one time, so an expiry it sees and a deadline it
+// counts are both counted from Now. A decision that depends on the time
+// (which window a rate limit counts in) should read it here, not from
+// DB.Now before Update, which may run later than that.
+//
+// On a store opened from a URL it is the server's time of the attempt's
+// first read (or one it asks for), held fixed for the rest of the attempt;
+// in a Redis Cluster the transaction must touch a key first, since each
+// master keeps its own time.
+func (tx *Tx) Now() (time.Time, error) {
+	if err := tx.usable(); err != nil {
+		return time.Time{}, tx.named("now", "", err)
+	}
+	if tx.rt == nil {
+		return time.UnixMilli(tx.now), nil
+	}
+	ms, err := tx.rt.Now()
+	if err != nil {
+		return time.Time{}, tx.named("now", "", tx.run(err))
+	}
+	return time.UnixMilli(ms), nil
+}
+
 // run runs one verb inside the transaction and remembers a fatal error.
 func (tx *Tx) run(err error) error {
 	if err != nil && (fatal(err) || remoteTrouble(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {

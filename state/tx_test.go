@@ -200,3 +200,33 @@ func TestUpdateNilCallback(t *testing.T) {
 		assert.ErrorIs(t, f.db.Update(f.ctx, nil), state.ErrInvalidArgument)
 	})
 }
+
+// TestTxNowIsTheTransactionsTime reads the transaction's time inside
+// Update: it is the time its verbs run at (a deadline written inside counts
+// from it), it does not move while the callback runs, and it is the engine's
+// time when the transaction began, not when Update was called.
+func TestTxNowIsTheTransactionsTime(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		f.clock.Advance(1234 * time.Millisecond)
+		began := f.db.Now()
+		var first, second time.Time
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error {
+			var err error
+			if first, err = tx.Now(); err != nil {
+				return err
+			}
+			f.clock.Advance(time.Minute) // time passes while the callback runs
+			if err := tx.Set("k", "v", state.TTL(time.Hour)); err != nil {
+				return err
+			}
+			second, err = tx.Now()
+			return err
+		}))
+		assert.Equal(t, began, first, "the engine's time when the transaction began")
+		assert.Equal(t, first, second, "one time for the whole transaction")
+		var expires time.Time
+		require.NoError(t, f.db.Scan(f.ctx, "k", false, func(k state.KeyInfo) error { expires = k.Expires; return nil }))
+		assert.True(t, first.Add(time.Hour).Equal(expires), "a deadline written inside counts from Now: %v, want %v", expires, first.Add(time.Hour))
+	})
+}
