@@ -280,3 +280,29 @@ func TestTxNowIsPinned(t *testing.T) {
 		assert.True(t, first.Add(time.Hour).Equal(expires), "deadline %v, want %v", expires, first.Add(time.Hour))
 	}
 }
+
+// TestRolledBackLeaseVerbsLeaveTheCallersLease is state's test of the same
+// name on Redis: a Renew or Release in an Update that does not commit
+// leaves the caller's *Lease as it was.
+func TestRolledBackLeaseVerbsLeaveTheCallersLease(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := ctxT(t)
+	l, err := db.Lease(ctx, "job", "a", time.Minute)
+	require.NoError(t, err)
+	held := *l
+	no := errors.New("changed my mind")
+	for verb, call := range map[string]func(tx *state.Tx) error{
+		"renew":   func(tx *state.Tx) error { return tx.Renew(l, time.Hour) },
+		"release": func(tx *state.Tx) error { return tx.Release(l) },
+	} {
+		err := db.Update(ctx, func(tx *state.Tx) error {
+			if err := call(tx); err != nil {
+				return err
+			}
+			return no
+		})
+		require.ErrorIs(t, err, no, verb)
+		assert.Equal(t, held, *l, "%s rolled back: the lease as it was", verb)
+	}
+	require.NoError(t, db.Renew(ctx, l, time.Hour), "the lease is still held")
+}

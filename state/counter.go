@@ -66,6 +66,14 @@ func (db *DB) Decr(ctx context.Context, key string, opts ...WriteOption) (int64,
 // gives ErrOverflow.
 func (db *DB) DecrBy(ctx context.Context, key string, delta int64, opts ...WriteOption) (int64, error) {
 	if delta == math.MinInt64 {
+		// Its negation is no int64: the verb's other checks first, then
+		// the overflow it always is.
+		if _, err := checkIncr(key, opts); err != nil {
+			return 0, db.named("decr", keyName(key), err)
+		}
+		if err := db.nothingToDo(ctx); err != nil {
+			return 0, db.named("decr", keyName(key), err)
+		}
 		return 0, db.named("decr", keyName(key), ErrOverflow)
 	}
 	return db.incrVerb(ctx, "decr", key, -delta, opts)

@@ -95,10 +95,16 @@ type DB struct {
 func Open(path string, opts ...Option) (*DB, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("open %s: %w: nil Option", path, ErrInvalidArgument)
+		}
 		o(&cfg)
 	}
 	if path == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrInvalidArgument)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if scheme := urlScheme(path); scheme != "" {
 		return openRemote(scheme, path, cfg)
@@ -669,6 +675,30 @@ func (db *DB) lockCtx(ctx context.Context) error {
 		close(gaveUp)
 		return fmt.Errorf("statekit: %w", ctx.Err())
 	}
+}
+
+// nothingToDo is a verb whose arguments leave it nothing to write (Del of
+// no keys; DecrBy(math.MinInt64), whose overflow needs no look at the file):
+// it still says what any verb would, a closed or failed handle or a done
+// context, so no call after Close passes.
+func (db *DB) nothingToDo(ctx context.Context) error {
+	if db.remote != nil {
+		_, err := viaRemote(db, func(remote) (struct{}, error) {
+			if err := ctx.Err(); err != nil {
+				return struct{}{}, fmt.Errorf("statekit: %w", err)
+			}
+			return struct{}{}, nil
+		})
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("statekit: %w", err)
+	}
+	if err := db.lockCtx(ctx); err != nil {
+		return err
+	}
+	defer db.unlock()
+	return db.usable(reading)
 }
 
 // usable reports why the handle cannot run a verb now, or nil. Callers hold mu.

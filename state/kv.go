@@ -68,7 +68,7 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 		return 0, db.named("del", keysName(keys), err)
 	}
 	if len(keys) == 0 {
-		return 0, nil
+		return 0, db.named("del", "", db.nothingToDo(ctx))
 	}
 	if db.remote != nil {
 		n, err := viaRemote(db, func(r remote) (int, error) { return r.Del(ctx, keys) })

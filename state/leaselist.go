@@ -42,12 +42,12 @@ func (s LeaseStatus) String() string {
 // never deleted, so a free lease still shows its last owner and token; the
 // next grant gets Token+1.
 type LeaseInfo struct {
-	Name    string
+	Name    string        // the lease's name
 	Owner   string        // the holder, or the last holder of a free lease
 	Token   int64         // the fencing token of the current or last grant
 	Expires time.Time     // when the lease ends unless renewed; the zero Time once released
 	Left    time.Duration // time until Expires: zero or less for a free lease
-	Status  LeaseStatus
+	Status  LeaseStatus   // held, expired or released
 }
 
 // Leases calls fn for each lease, in byte order of the names: the held ones,

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -94,6 +95,17 @@ func WithClock(c Clock) Option { return func(cfg *config) { cfg.clock = c } }
 // real files. Without WithFS the engine uses the native VFS, whose locks work
 // across OS processes.
 func WithFS(fs vfs.FS) Option { return func(cfg *config) { cfg.fs = fs } }
+
+// check refuses option values that mean nothing.
+func (cfg *config) check() error {
+	switch {
+	case cfg.sync != SyncNormal && cfg.sync != SyncFull:
+		return fmt.Errorf("%w: WithSync(%d): want SyncNormal or SyncFull", ErrInvalidArgument, cfg.sync)
+	case cfg.busyTimeout < 0:
+		return fmt.Errorf("%w: WithBusyTimeout(%v): want zero (never wait) or more", ErrInvalidArgument, cfg.busyTimeout)
+	}
+	return nil
+}
 
 // WithSync sets the sync mode of ordinary writes (SyncNormal by default).
 // Lease grants commit with SyncFull whatever this says.

@@ -234,13 +234,19 @@ func remoteTrouble(err error) bool {
 // transaction of its own, as many times as its conflicts need.
 func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
 	var fnErr error // fn's own error, returned as it is
+	var last *Tx    // the latest attempt's: the one that committed, if any did
 	_, err := viaRemote(db, func(r remote) (struct{}, error) {
 		return struct{}{}, r.Update(ctx, func(t any) error {
 			rt, ok := t.(remoteTx)
 			if !ok {
 				return fmt.Errorf("%w: the backend's transaction (%T) lacks this statekit's verbs", ErrInvalidArgument, t)
 			}
+			if last != nil {
+				last.rolledBack() // the attempt before did not commit
+			}
 			tx := &Tx{db: db, ctx: ctx, rt: rt}
+			last = tx
+			defer func() { tx.ended = true }()
 			if err := fn(tx); err != nil {
 				fnErr = err
 				return err
@@ -248,6 +254,9 @@ func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
 			return tx.broken
 		})
 	})
+	if err != nil && last != nil {
+		last.rolledBack() // not committed, or not known to be: as it was
+	}
 	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
 		return err // the callback's error, or a verb's inside it, named already
 	}

@@ -20,8 +20,8 @@ const (
 
 // KeyInfo is one row of the key table, as Scan reports it.
 type KeyInfo struct {
-	Key     string
-	Value   Value
+	Key     string        // the key
+	Value   Value         // its value, integer or bytes
 	Expires time.Time     // the deadline; the zero Time when the key has none
 	Left    time.Duration // time until the deadline: NoExpiry without one, zero or less once passed
 	Expired bool          // the deadline has passed: the key is absent to every verb and awaits a sweep

@@ -25,6 +25,22 @@ type Tx struct {
 	granted bool     // a lease was granted: the commit must be durable
 	broken  error    // a fatal error inside: the transaction cannot commit
 	rt      remoteTx // the remote store's transaction; nil on a file
+	// undo puts back what the transaction changed of the caller's own
+	// values (a renewed or released *Lease) if it does not commit.
+	undo  []func()
+	ended bool // Update returned: the Tx may not be used again
+}
+
+// onRollback runs f if the transaction does not commit.
+func (tx *Tx) onRollback(f func()) { tx.undo = append(tx.undo, f) }
+
+// rolledBack puts back, newest first, what the transaction changed of the
+// caller's values.
+func (tx *Tx) rolledBack() {
+	for i := len(tx.undo) - 1; i >= 0; i-- {
+		tx.undo[i]()
+	}
+	tx.undo = nil
 }
 
 // Update runs fn in a transaction. If fn returns an error or panics, or a
@@ -32,7 +48,13 @@ type Tx struct {
 // returns that error (or re-panics). A verb's own error (ErrNotFound,
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
 // returns it. If fn granted a lease, the commit is durable before Update
-// returns.
+// returns. A Renew or Release inside moves the caller's *Lease at once, and
+// back if the transaction does not commit.
+//
+// fn must use tx's verbs, never the DB's: a DB verb called inside fn waits
+// for the transaction to end, which waits for fn, so it waits until its own
+// context ends (for ever with context.Background). A Tx kept past its
+// Update refuses every verb with ErrInvalidArgument.
 //
 // On a store opened from a URL (redis://), Update is optimistic: it
 // watches what fn reads and commits what fn wrote only if none of it
@@ -55,8 +77,10 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		tx := &Tx{db: db, ctx: ctx, now: now}
 		committed := false
 		defer func() {
+			tx.ended = true
 			if !committed {
 				_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
+				tx.rolledBack()
 			}
 		}()
 		if err := fn(tx); err != nil {
@@ -123,8 +147,12 @@ func (tx *Tx) named(verb, subject string, err error) error {
 	return tx.db.named(verb, subject, err)
 }
 
-// usable refuses verbs after a fatal error inside the transaction.
+// usable refuses verbs after a fatal error inside the transaction, and
+// after its Update returned.
 func (tx *Tx) usable() error {
+	if tx.ended {
+		return fmt.Errorf("%w: the transaction has ended: a Tx is valid only inside its Update callback", ErrInvalidArgument)
+	}
 	if tx.broken != nil {
 		return fmt.Errorf("statekit: transaction failed earlier: %w", tx.broken)
 	}
@@ -180,7 +208,11 @@ func (tx *Tx) Decr(key string, opts ...WriteOption) (int64, error) {
 // delta of math.MinInt64 gives ErrOverflow.
 func (tx *Tx) DecrBy(key string, delta int64, opts ...WriteOption) (int64, error) {
 	if delta == math.MinInt64 {
-		return 0, tx.named("decr", keyName(key), ErrOverflow)
+		// As DB.DecrBy: the other checks first, then the overflow.
+		if _, err := checkIncr(key, opts); err != nil {
+			return 0, tx.named("decr", keyName(key), err)
+		}
+		return 0, tx.named("decr", keyName(key), firstErr(tx.usable(), ErrOverflow))
 	}
 	return tx.incrVerb("decr", key, -delta, opts)
 }
@@ -260,8 +292,15 @@ func (tx *Tx) Renew(l *Lease, ttl time.Duration) error {
 	if err != nil {
 		return tx.named("renew", leaseName(l), err)
 	}
+	// The caller's lease moves now, for the rest of the callback, and
+	// back if the transaction does not commit.
+	was := *l
 	subject := leaseName(l) // before renew can change the token
-	return tx.named("renew", subject, tx.run(tx.renew(l, ms)))
+	if err := tx.renew(l, ms); err != nil {
+		return tx.named("renew", subject, tx.run(err))
+	}
+	tx.onRollback(func() { *l = was })
+	return nil
 }
 
 // Release is DB.Release inside the transaction.
@@ -272,7 +311,12 @@ func (tx *Tx) Release(l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
 		return tx.named("release", leaseName(l), err)
 	}
-	return tx.named("release", leaseName(l), tx.run(tx.release(l)))
+	was := *l // as Renew: back if the transaction does not commit
+	if err := tx.release(l); err != nil {
+		return tx.named("release", leaseName(l), tx.run(err))
+	}
+	tx.onRollback(func() { *l = was })
+	return nil
 }
 
 // firstErr returns the first non-nil error.

@@ -230,3 +230,49 @@ func TestTxNowIsTheTransactionsTime(t *testing.T) {
 		assert.True(t, first.Add(time.Hour).Equal(expires), "a deadline written inside counts from Now: %v, want %v", expires, first.Add(time.Hour))
 	})
 }
+
+// TestRolledBackLeaseVerbsLeaveTheCallersLease renews and releases a lease
+// inside transactions that roll back: the caller's *Lease must still say
+// what the file says. One that commits moves it.
+func TestRolledBackLeaseVerbsLeaveTheCallersLease(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		l, err := f.db.Lease(f.ctx, "job", "a", time.Minute)
+		require.NoError(t, err)
+		held := *l
+		no := errors.New("changed my mind")
+		for verb, call := range map[string]func(tx *state.Tx) error{
+			"renew":   func(tx *state.Tx) error { return tx.Renew(l, time.Hour) },
+			"release": func(tx *state.Tx) error { return tx.Release(l) },
+		} {
+			err := f.db.Update(f.ctx, func(tx *state.Tx) error {
+				if err := call(tx); err != nil {
+					return err
+				}
+				return no
+			})
+			require.ErrorIs(t, err, no, verb)
+			assert.Equal(t, held, *l, "%s rolled back: the lease as it was", verb)
+		}
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { return tx.Renew(l, time.Hour) }))
+		assert.Equal(t, held.Expires.Add(59*time.Minute), l.Expires, "a renewal that commits moves the lease")
+		require.NoError(t, f.db.Renew(f.ctx, l, time.Hour), "and the file agrees")
+	})
+}
+
+// TestTxAfterUpdateIsRefused keeps a Tx past its Update: every verb on it
+// is refused and writes nothing.
+func TestTxAfterUpdateIsRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		var kept *state.Tx
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error { kept = tx; return nil }))
+		err := kept.Set("k", "v")
+		require.ErrorIs(t, err, state.ErrInvalidArgument)
+		assert.ErrorContains(t, err, "valid only inside its Update callback")
+		_, err = kept.Now()
+		assert.ErrorIs(t, err, state.ErrInvalidArgument)
+		_, err = f.db.Get(f.ctx, "k")
+		assert.ErrorIs(t, err, state.ErrNotFound, "nothing written")
+	})
+}
