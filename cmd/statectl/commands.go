@@ -154,8 +154,9 @@ usage: statectl COMMAND FILE [ARGUMENTS] [FLAGS]
 	}
 	fmt.Fprint(w, `
 dump, leases, info, check, get and ttl open FILE read-only: they never create,
-change or advance anything in it and are safe beside a running application.
-The other commands create FILE when it is missing.
+change or advance anything in it or beside it (a FILE no process has open, with
+no FILE-wal, is read from a private copy in $TMPDIR) and are safe beside a
+running application. The other commands create FILE when it is missing.
 
 FILE may instead be the URL of a store on a Redis server, as a program's
 state.Open takes it: redis://[user:password@]host:port/db?prefix=app:

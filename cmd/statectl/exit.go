@@ -66,7 +66,7 @@ func fileMessage(path string, err error) string {
 	case errors.Is(err, fs.ErrPermission):
 		return path + ": permission denied"
 	}
-	msg := oneLine(unprefix(err.Error()))
+	msg := oneLine(unprefix(uncopied(err.Error())))
 	if strings.Contains(msg, path) {
 		return msg
 	}

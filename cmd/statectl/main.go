@@ -7,8 +7,9 @@
 //	statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
 //
 // Read commands (dump, leases, info, check, get, ttl) open the file
-// read-only: they never create, change or advance anything in it and are
-// safe beside a running application. Write commands create a missing file.
+// read-only: they never create, change or advance anything in it or beside
+// it (a file no process has open is read from a private copy) and are safe
+// beside a running application. Write commands create a missing file.
 //
 // Where a file goes, a URL of a store on a Redis server works too:
 //
