@@ -45,6 +45,7 @@ func lookup(name string) *command {
 
 // dispatch runs the command args name.
 func (a *app) dispatch(args []string) error {
+	a.hidePasswords(args)
 	if len(args) == 0 {
 		a.help(a.stderr)
 		return exit(exitError, "a command is missing")

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9/logging"
@@ -55,6 +56,10 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	tty    bool // stdout is a terminal: align columns under a header
+	// hide replaces each URL of the command line that holds a password
+	// with the URL as messages show it: a last guard, every message
+	// names a URL through shown already.
+	hide *strings.Replacer
 }
 
 // main runs the command args name and returns the exit status.
@@ -65,14 +70,35 @@ func (a *app) main(args []string) int {
 	}
 	code, msg := describe(err)
 	if msg != "" {
-		fmt.Fprintf(a.stderr, "statectl: %s\n", msg)
+		fmt.Fprintf(a.stderr, "statectl: %s\n", a.redact(msg))
 	}
 	return code
 }
 
 // errorf prints one line on stderr, prefixed with the program's name.
 func (a *app) errorf(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "statectl: "+format+"\n", args...)
+	fmt.Fprint(a.stderr, a.redact(fmt.Sprintf("statectl: "+format+"\n", args...)))
+}
+
+// hidePasswords has redact hide the password of each URL in args.
+func (a *app) hidePasswords(args []string) {
+	var pairs []string
+	for _, arg := range args {
+		if s := shown(arg); s != arg {
+			pairs = append(pairs, arg, s)
+		}
+	}
+	if pairs != nil {
+		a.hide = strings.NewReplacer(pairs...)
+	}
+}
+
+// redact returns msg with no password of a URL of the command line.
+func (a *app) redact(msg string) string {
+	if a.hide == nil {
+		return msg
+	}
+	return a.hide.Replace(msg)
 }
 
 // isTerminal reports whether f is a terminal (a character device).

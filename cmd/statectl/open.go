@@ -79,7 +79,7 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	}
 	db, err := state.Open(path, append([]state.Option{state.WithoutBackground()}, opts...)...)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, exit(exitError, "%s: cannot create it: no such directory", path)
+		return nil, exit(exitError, "%s: cannot create it: no such directory", shown(path))
 	}
 	if err != nil {
 		return nil, fileError(path, err)
@@ -119,7 +119,7 @@ func closeDB(db *state.DB, path string, err *error) {
 // error.
 func notADirectory(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return exit(exitError, "%s: is a directory", path)
+		return exit(exitError, "%s: is a directory", shown(path))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -166,7 +167,7 @@ func acquire(a *app, db *state.DB, path string, o runOptions, sigs <-chan os.Sig
 		if !errors.As(err, &held) {
 			return nil, time.Time{}, fileError(path, err)
 		}
-		msg := fmt.Sprintf("%s: lease %s is held by %s for %s more", path, quote(held.Name), quote(held.Owner), dur(held.Left))
+		msg := fmt.Sprintf("%s: lease %s is held by %s for %s more", shown(path), quote(held.Name), quote(held.Owner), dur(held.Left))
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			if said {
@@ -182,7 +183,7 @@ func acquire(a *app, db *state.DB, path string, o runOptions, sigs <-chan os.Sig
 		select {
 		case <-time.After(pause):
 		case sig := <-sigs:
-			return nil, time.Time{}, exit(signalStatus(sig), "%s: %v while waiting for lease %s", path, sig, quote(o.lease))
+			return nil, time.Time{}, exit(signalStatus(sig), "%s: %v while waiting for lease %s", shown(path), sig, quote(o.lease))
 		}
 	}
 }
@@ -218,7 +219,7 @@ func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Durat
 		case err := <-lostCh:
 			lost = true
 			a.errorf("%s: lease %s lost (token %d): %s; sending SIGTERM to %s (pid %d)",
-				path, quote(l.Name), l.Token, oneLine(unprefix(err.Error())), cmd.Args[0], cmd.Process.Pid)
+				shown(path), quote(l.Name), l.Token, cause(db, err), cmd.Args[0], cmd.Process.Pid)
 			_ = cmd.Process.Signal(terminate)
 		}
 	}
@@ -252,7 +253,7 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 			lost <- fmt.Errorf("renewals failed until the ttl ran out: %w", err)
 			return
 		default:
-			a.errorf("%s: renewing lease %s failed, will retry: %s", path, quote(l.Name), oneLine(unprefix(err.Error())))
+			a.errorf("%s: renewing lease %s failed, will retry: %s", shown(path), quote(l.Name), cause(db, err))
 		}
 	}
 }
@@ -260,6 +261,12 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 // release ends the lease, warning when it was lost meanwhile.
 func release(a *app, db *state.DB, path string, l *state.Lease) {
 	if err := db.Release(context.Background(), l); err != nil {
-		a.errorf("%s: releasing lease %s: %s", path, quote(l.Name), fileMessage(path, err))
+		a.errorf("%s: releasing lease %s: %s", shown(path), quote(l.Name), cause(db, err))
 	}
+}
+
+// cause is err's message without the file or URL db names in it: the
+// message it goes into names it first.
+func cause(db *state.DB, err error) string {
+	return oneLine(unprefix(strings.ReplaceAll(err.Error(), db.Path()+": ", "")))
 }

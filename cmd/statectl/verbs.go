@@ -305,7 +305,7 @@ changed under us`,
 				return fileError(path, err)
 			}
 			if !ok {
-				return exit(exitNo, "%s: cas %s: not swapped", path, quote(key))
+				return exit(exitNo, "%s: cas %s: not swapped", shown(path), quote(key))
 			}
 			return nil
 		}
