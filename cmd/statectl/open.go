@@ -22,7 +22,7 @@ func openRead(path string) (*state.DB, error) {
 	if isURL(path) {
 		return openURL(path)
 	}
-	if err := notADirectory(path); err != nil {
+	if err := regularFile(path); err != nil {
 		return nil, err
 	}
 	for try := 1; ; try++ {
@@ -74,7 +74,7 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	if isURL(path) {
 		return openURL(path, opts...)
 	}
-	if err := notADirectory(path); err != nil {
+	if err := regularFile(path); err != nil {
 		return nil, err
 	}
 	db, err := state.Open(path, append([]state.Option{state.WithoutBackground()}, opts...)...)
@@ -115,11 +115,18 @@ func closeDB(db *state.DB, path string, err *error) {
 	}
 }
 
-// notADirectory refuses a directory, which SQLite would report as an I/O
-// error.
-func notADirectory(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+// regularFile refuses a path that exists and is not a regular file
+// (after symbolic links): SQLite would report a directory as an I/O error,
+// block on a FIFO, and fail on a device with a confusing cause.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil // missing, or an error SQLite's open names better
+	case fi.IsDir():
 		return exit(exitError, "%s: is a directory", shown(path))
+	case !fi.Mode().IsRegular():
+		return exit(exitError, "%s: not a regular file", shown(path))
 	}
 	return nil
 }

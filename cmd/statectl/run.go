@@ -112,6 +112,13 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 	case err != nil:
 		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], errors.Unwrap(err))
 	}
+	grant := func(db *state.DB) error {
+		_, err := db.Lease(context.Background(), o.lease, o.owner, o.ttl)
+		return err
+	}
+	if err := checkInput(path, grant); err != nil {
+		return err
+	}
 	// Catch signals from the start, so one that comes while run waits
 	// for the lease or starts CMD ends it cleanly instead of killing it.
 	sigs := make(chan os.Signal, 16)
