@@ -149,6 +149,11 @@ copy of a job at a time under a lease.
 
 usage: statectl COMMAND FILE [ARGUMENTS] [FLAGS]
 
+Flags may come anywhere among the arguments. An argument that starts with a
+dash is a flag, unless it is a number; after "--" nothing is: to store a value
+like "-h" or "-5 apples", write statectl set -- FILE KEY -h. (run takes its
+flags before "--" and the command to run after it.)
+
 `)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
