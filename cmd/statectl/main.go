@@ -64,7 +64,18 @@ type app struct {
 
 // main runs the command args name and returns the exit status.
 func (a *app) main(args []string) int {
+	out := &stickyWriter{w: a.stdout}
+	a.stdout = out
 	err := a.dispatch(args)
+	if out.err != nil {
+		// What the command printed is its answer: an answer that could
+		// not be written fails the command, whatever it did.
+		if err == nil {
+			err = exit(exitError, "%s", out.err)
+		} else if code, _ := describe(err); code == exitNo {
+			err = exit(exitError, "%s", out.err)
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -105,6 +116,30 @@ func (a *app) redact(msg string) string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// stickyWriter is stdout: it keeps the first error of a write, for main
+// to fail the command with even where the command did not look at it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// rawStdout is the stdout main was given, for run's command to write to
+// directly.
+func (a *app) rawStdout() io.Writer {
+	if s, ok := a.stdout.(*stickyWriter); ok {
+		return s.w
+	}
+	return a.stdout
 }
 
 // lockedWriter serialises writes: run's renewer and its main loop both

@@ -142,7 +142,7 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 	cmd.Env = append(os.Environ(),
 		"STATEKIT_FENCING_TOKEN="+strconv.FormatInt(l.Token, 10),
 		"STATEKIT_LEASE="+l.Name)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.rawStdout(), a.stderr
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		release(a, db, path, l)
