@@ -173,7 +173,8 @@ URL without its password.
 
 Exit status: 0 on success; 1 for not found, not swapped, nothing deleted and
 check findings; 2 for errors; 75 when run finds the lease held by another
-owner. run otherwise exits with its command's status.
+owner; 76 when run's lease was lost while its command ran. run otherwise exits
+with its command's status.
 
 Run "statectl COMMAND --help" for a command's flags and an example.
 `)

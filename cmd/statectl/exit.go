@@ -16,6 +16,7 @@ const (
 	exitNo       = 1  // not found, not swapped, nothing deleted, check findings
 	exitError    = 2  // bad usage, a file that cannot be used, a failed verb
 	exitHeld     = 75 // run: the lease is held by another owner (EX_TEMPFAIL)
+	exitLost     = 76 // run: the lease was lost while the command ran
 	exitNoExec   = 126
 	exitNotFound = 127
 )

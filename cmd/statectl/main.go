@@ -17,9 +17,9 @@
 //
 // Exit status: 0 on success; 1 for "not found", "not swapped", "nothing
 // deleted" and check findings; 2 for errors (one line on stderr naming the
-// file and the cause); 75 when run finds the lease held by another owner.
-// run otherwise exits with its command's status (128+N when it died of
-// signal N).
+// file and the cause); 75 when run finds the lease held by another owner;
+// 76 when run's lease was lost while its command ran. run otherwise exits
+// with its command's status (128+N when it died of signal N).
 //
 // Run "statectl help" for the commands and "statectl COMMAND --help" for a
 // command's flags and an example.
