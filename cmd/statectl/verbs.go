@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/statekit/statekit/state"
 )
@@ -296,15 +297,17 @@ changed under us`,
 		del := fs.Bool("delete", false, "delete the key on a match (no NEW)")
 		return func(a *app, pos, _ []string) (err error) {
 			path, key := pos[0], pos[1]
-			want := 4
-			if *absent {
-				want--
+			want := []string{"FILE", "KEY"}
+			if !*absent {
+				want = append(want, "OLD")
 			}
-			if *del {
-				want--
+			if !*del {
+				want = append(want, "NEW")
 			}
-			if len(pos) != want {
-				return usageError("cas", "want %d arguments with these flags, have %d", want, len(pos))
+			if len(pos) != len(want) {
+				n := len(pos) - 2
+				return usageError("cas", "want %s with these flags, got %d %s after KEY",
+					strings.Join(want, " "), n, plural(int64(n), "value", "values"))
 			}
 			var old, new any
 			rest := pos[2:]
