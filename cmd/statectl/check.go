@@ -79,7 +79,7 @@ func check(a *app, path string, asJSON bool) (err error) {
 		}
 	}
 	if len(findings) > 0 {
-		return exit(exitNo, "%s: %d %s", path, len(findings), plural(int64(len(findings)), "finding", "findings"))
+		return exit(exitNo, "%s: %d %s", shown(path), len(findings), plural(int64(len(findings)), "finding", "findings"))
 	}
 	return nil
 }

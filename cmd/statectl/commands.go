@@ -45,6 +45,7 @@ func lookup(name string) *command {
 
 // dispatch runs the command args name.
 func (a *app) dispatch(args []string) error {
+	a.hidePasswords(args)
 	if len(args) == 0 {
 		a.help(a.stderr)
 		return exit(exitError, "a command is missing")
@@ -148,14 +149,20 @@ copy of a job at a time under a lease.
 
 usage: statectl COMMAND FILE [ARGUMENTS] [FLAGS]
 
+Flags may come anywhere among the arguments. An argument that starts with a
+dash is a flag, unless it is a number; after "--" nothing is: to store a value
+like "-h" or "-5 apples", write statectl set -- FILE KEY -h. (run takes its
+flags before "--" and the command to run after it.)
+
 `)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 dump, leases, info, check, get and ttl open FILE read-only: they never create,
-change or advance anything in it and are safe beside a running application.
-The other commands create FILE when it is missing.
+change or advance anything in it or beside it (a FILE no process has open, with
+no FILE-wal, is read from a private copy in $TMPDIR) and are safe beside a
+running application. The other commands create FILE when it is missing.
 
 FILE may instead be the URL of a store on a Redis server, as a program's
 state.Open takes it: redis://[user:password@]host:port/db?prefix=app:
@@ -166,7 +173,8 @@ URL without its password.
 
 Exit status: 0 on success; 1 for not found, not swapped, nothing deleted and
 check findings; 2 for errors; 75 when run finds the lease held by another
-owner. run otherwise exits with its command's status.
+owner; 76 when run's lease was lost while its command ran. run otherwise exits
+with its command's status.
 
 Run "statectl COMMAND --help" for a command's flags and an example.
 `)

@@ -15,11 +15,18 @@ var dumpCommand = &command{
 	details: `
 Print the live keys of FILE in key order, with type (integer or bytes), time
 left before the deadline ("-" for none) and value. Values are shown as they
-are when printable, Go-quoted otherwise, and cut after 64 characters unless
---full. --all also shows expired keys no sweep has deleted yet, with the time
+are when printable, Go-quoted otherwise; one longer than 64 characters is cut
+to its first 60, then "…" and its length in bytes, unless --full. --all also shows expired keys no sweep has deleted yet, with the time
 since their deadline. --json prints one object per key, values whole:
 {"key", "type", "value" (a number or a string; "base64" instead for bytes
 that are not UTF-8), "expires", "ttl_ms", "expired"}.
+
+dump is not a snapshot beside a running writer: it reads 256 keys at a time,
+each batch in a read transaction of its own, so a key written while dump
+runs may or may not be shown, and of two keys written in one transaction one
+may be shown as before it and the other as after; every key is shown once,
+with a value it had. (A FILE no process has open is read from a private
+copy: one snapshot.)
 
 dump opens FILE read-only.`,
 	example: `

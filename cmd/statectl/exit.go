@@ -16,6 +16,7 @@ const (
 	exitNo       = 1  // not found, not swapped, nothing deleted, check findings
 	exitError    = 2  // bad usage, a file that cannot be used, a failed verb
 	exitHeld     = 75 // run: the lease is held by another owner (EX_TEMPFAIL)
+	exitLost     = 76 // run: the lease was lost while the command ran
 	exitNoExec   = 126
 	exitNotFound = 127
 )
@@ -66,7 +67,7 @@ func fileMessage(path string, err error) string {
 	case errors.Is(err, fs.ErrPermission):
 		return path + ": permission denied"
 	}
-	msg := oneLine(unprefix(err.Error()))
+	msg := oneLine(unprefix(uncopied(err.Error())))
 	if strings.Contains(msg, path) {
 		return msg
 	}

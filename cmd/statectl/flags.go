@@ -9,8 +9,18 @@ import (
 	"time"
 )
 
-// errHelp is returned by parseArgs for -h, -help or --help.
+// errHelp is returned by parseArgs for -h, -help or --help alone.
 var errHelp = errors.New("help requested")
+
+// helpWithArgsError is returned by parseArgs for -h, -help or --help among
+// positional arguments: most likely a value spelled like the flag, which
+// must not print help and succeed having done nothing.
+type helpWithArgsError struct{ arg string }
+
+func (e *helpWithArgsError) Error() string {
+	return fmt.Sprintf("%q is taken as the flag asking for help, so nothing was done; "+
+		"to pass it as a value, put -- before the arguments", e.arg)
+}
 
 // parsed is a command line split into positional arguments and, after a
 // "--", the arguments that follow it.
@@ -24,14 +34,16 @@ type parsed struct {
 // Unlike flag.Parse it takes flags anywhere (statectl dump FILE --json),
 // spelled -name or --name, with "=value" or the value in the next
 // argument; a negative number is an argument, not a flag; everything after
-// "--" is left alone.
+// "--" is left alone. -h, -help or --help asks for help (errHelp), unless
+// arguments come with it.
 func parseArgs(fs *flag.FlagSet, args []string) (parsed, error) {
 	var p parsed
+	help := ""
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			p.rest, p.dashDash = args[i+1:], true
-			return p, nil
+			break
 		}
 		if !looksLikeFlag(a) {
 			p.pos = append(p.pos, a)
@@ -39,14 +51,21 @@ func parseArgs(fs *flag.FlagSet, args []string) (parsed, error) {
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if name == "h" || name == "help" {
-			return p, errHelp
+			if help == "" {
+				help = a
+			}
+			continue
 		}
 		f := fs.Lookup(name)
 		if f == nil {
-			return p, fmt.Errorf("unknown flag --%s", name)
+			return p, fmt.Errorf("unknown flag %q; to pass it as a value, put -- before the arguments", a)
+		}
+		isBool := false
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			isBool = true
 		}
 		if !hasValue {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if isBool {
 				value = "true"
 			} else {
 				i++
@@ -56,11 +75,22 @@ func parseArgs(fs *flag.FlagSet, args []string) (parsed, error) {
 				value = args[i]
 			}
 		}
+		if isBool {
+			if _, err := strconv.ParseBool(value); err != nil {
+				return p, fmt.Errorf("invalid value %q for --%s: not true or false", value, name)
+			}
+		}
 		if err := fs.Set(name, value); err != nil {
 			return p, fmt.Errorf("invalid value %q for --%s: %v", value, name, err)
 		}
 	}
-	return p, nil
+	switch {
+	case help == "":
+		return p, nil
+	case len(p.pos) > 0 || len(p.rest) > 0:
+		return p, &helpWithArgsError{arg: help}
+	}
+	return p, errHelp
 }
 
 // looksLikeFlag reports whether a is a flag rather than an argument: it

@@ -66,8 +66,7 @@ func info(a *app, path string, asJSON bool) (err error) {
 	if isURL(path) {
 		return infoURL(a, path, asJSON)
 	}
-	// Sizes first: a read-only open of a WAL file without a -wal makes
-	// SQLite create an empty one.
+	// Sizes first, of the files as the user left them.
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fileError(path, err)

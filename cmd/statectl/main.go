@@ -7,8 +7,9 @@
 //	statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
 //
 // Read commands (dump, leases, info, check, get, ttl) open the file
-// read-only: they never create, change or advance anything in it and are
-// safe beside a running application. Write commands create a missing file.
+// read-only: they never create, change or advance anything in it or beside
+// it (a file no process has open is read from a private copy) and are safe
+// beside a running application. Write commands create a missing file.
 //
 // Where a file goes, a URL of a store on a Redis server works too:
 //
@@ -16,9 +17,9 @@
 //
 // Exit status: 0 on success; 1 for "not found", "not swapped", "nothing
 // deleted" and check findings; 2 for errors (one line on stderr naming the
-// file and the cause); 75 when run finds the lease held by another owner.
-// run otherwise exits with its command's status (128+N when it died of
-// signal N).
+// file and the cause); 75 when run finds the lease held by another owner;
+// 76 when run's lease was lost while its command ran. run otherwise exits
+// with its command's status (128+N when it died of signal N).
 //
 // Run "statectl help" for the commands and "statectl COMMAND --help" for a
 // command's flags and an example.
@@ -28,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9/logging"
@@ -54,30 +56,90 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	tty    bool // stdout is a terminal: align columns under a header
+	// hide replaces each URL of the command line that holds a password
+	// with the URL as messages show it: a last guard, every message
+	// names a URL through shown already.
+	hide *strings.Replacer
 }
 
 // main runs the command args name and returns the exit status.
 func (a *app) main(args []string) int {
+	out := &stickyWriter{w: a.stdout}
+	a.stdout = out
 	err := a.dispatch(args)
+	if out.err != nil {
+		// What the command printed is its answer: an answer that could
+		// not be written fails the command, whatever it did.
+		if err == nil {
+			err = exit(exitError, "%s", out.err)
+		} else if code, _ := describe(err); code == exitNo {
+			err = exit(exitError, "%s", out.err)
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
 	code, msg := describe(err)
 	if msg != "" {
-		fmt.Fprintf(a.stderr, "statectl: %s\n", msg)
+		fmt.Fprintf(a.stderr, "statectl: %s\n", a.redact(msg))
 	}
 	return code
 }
 
 // errorf prints one line on stderr, prefixed with the program's name.
 func (a *app) errorf(format string, args ...any) {
-	fmt.Fprintf(a.stderr, "statectl: "+format+"\n", args...)
+	fmt.Fprint(a.stderr, a.redact(fmt.Sprintf("statectl: "+format+"\n", args...)))
+}
+
+// hidePasswords has redact hide the password of each URL in args.
+func (a *app) hidePasswords(args []string) {
+	var pairs []string
+	for _, arg := range args {
+		if s := shown(arg); s != arg {
+			pairs = append(pairs, arg, s)
+		}
+	}
+	if pairs != nil {
+		a.hide = strings.NewReplacer(pairs...)
+	}
+}
+
+// redact returns msg with no password of a URL of the command line.
+func (a *app) redact(msg string) string {
+	if a.hide == nil {
+		return msg
+	}
+	return a.hide.Replace(msg)
 }
 
 // isTerminal reports whether f is a terminal (a character device).
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// stickyWriter is stdout: it keeps the first error of a write, for main
+// to fail the command with even where the command did not look at it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// rawStdout is the stdout main was given, for run's command to write to
+// directly.
+func (a *app) rawStdout() io.Writer {
+	if s, ok := a.stdout.(*stickyWriter); ok {
+		return s.w
+	}
+	return a.stdout
 }
 
 // lockedWriter serialises writes: run's renewer and its main loop both

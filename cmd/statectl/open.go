@@ -11,19 +11,46 @@ import (
 )
 
 // openRead opens path read-only: a missing file is an error, never created,
-// and nothing in the file is changed or advanced.
+// and nothing in the file is changed or advanced. Nothing is created beside
+// it either: SQLite reads a WAL file in place only beside its -wal and -shm
+// files, creating them when missing (owned by the reader, with the file's
+// mode, where they would stop its owner from writing it). So a file with no
+// -wal, which no process has open, is read from a private copy
+// (snapshot.go); a file with a -wal, which a writer may have open and whose
+// latest commits may be there, is read in place.
 func openRead(path string) (*state.DB, error) {
 	if isURL(path) {
 		return openURL(path)
 	}
-	if err := notADirectory(path); err != nil {
+	if err := regularFile(path); err != nil {
 		return nil, err
 	}
+	for try := 1; ; try++ {
+		if !hasLiveWAL(path) {
+			snap, err := openSnapshot(path)
+			switch {
+			case errors.Is(err, errChanged) && try < copyTries:
+				// A writer came meanwhile: look again, and read in
+				// place beside the -wal it made.
+				continue
+			case errors.Is(err, errNoSnapshot):
+				// A writer made a -wal since: read in place.
+			case err != nil:
+				return nil, fileError(path, err)
+			default:
+				return snap, nil
+			}
+		}
+		return openInPlace(path)
+	}
+}
+
+// openInPlace opens path read-only where it is, beside its -wal. If SQLite
+// cannot create or grow the -shm file there (the directory is not
+// writable, the disk is full), it reads a private copy when that is exact.
+func openInPlace(path string) (*state.DB, error) {
 	db, err := state.Open(path, state.WithReadOnly(), state.WithoutBackground())
 	if errors.Is(err, state.ErrReadOnly) || errors.Is(err, state.ErrDiskFull) {
-		// The directory does not let SQLite create the -wal and -shm
-		// files it needs, or the disk has no room for them: read a
-		// private copy when that is exact.
 		snap, serr := openSnapshot(path)
 		switch {
 		case errors.Is(serr, errNoSnapshot) && errors.Is(err, state.ErrDiskFull):
@@ -35,8 +62,7 @@ func openRead(path string) (*state.DB, error) {
 		}
 		return snap, nil
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, fileError(path, err)
 	}
 	return db, nil
@@ -48,12 +74,12 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	if isURL(path) {
 		return openURL(path, opts...)
 	}
-	if err := notADirectory(path); err != nil {
+	if err := regularFile(path); err != nil {
 		return nil, err
 	}
 	db, err := state.Open(path, append([]state.Option{state.WithoutBackground()}, opts...)...)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, exit(exitError, "%s: cannot create it: no such directory", path)
+		return nil, exit(exitError, "%s: cannot create it: no such directory", shown(path))
 	}
 	if err != nil {
 		return nil, fileError(path, err)
@@ -89,11 +115,18 @@ func closeDB(db *state.DB, path string, err *error) {
 	}
 }
 
-// notADirectory refuses a directory, which SQLite would report as an I/O
-// error.
-func notADirectory(path string) error {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return exit(exitError, "%s: is a directory", path)
+// regularFile refuses a path that exists and is not a regular file
+// (after symbolic links): SQLite would report a directory as an I/O error,
+// block on a FIFO, and fail on a device with a confusing cause.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil // missing, or an error SQLite's open names better
+	case fi.IsDir():
+		return exit(exitError, "%s: is a directory", shown(path))
+	case !fi.Mode().IsRegular():
+		return exit(exitError, "%s: not a regular file", shown(path))
 	}
 	return nil
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/statekit/statekit/state"
 )
 
-// maxCellRunes is how much of a value dump shows without --full.
+// maxCellRunes is the longest value dump shows whole without --full; a
+// longer one is cut to its first maxCellRunes-4 characters, then "…" and
+// its length.
 const maxCellRunes = 64
 
 // table prints rows of fields. On a terminal it aligns them in columns under

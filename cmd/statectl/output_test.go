@@ -99,11 +99,25 @@ func TestParseArgsTakesFlagsAnywhere(t *testing.T) {
 	assert.True(t, ttl.set)
 
 	_, err = parseArgs(fs, []string{"file", "--nope"})
-	assert.EqualError(t, err, "unknown flag --nope")
+	assert.EqualError(t, err, `unknown flag "--nope"; to pass it as a value, put -- before the arguments`)
+	_, err = parseArgs(fs, []string{"file", "-5 apples"})
+	assert.EqualError(t, err, `unknown flag "-5 apples"; to pass it as a value, put -- before the arguments`,
+		"the argument as given")
+	_, err = parseArgs(fs, []string{"file", "--int=maybe"})
+	assert.EqualError(t, err, `invalid value "maybe" for --int: not true or false`)
 	_, err = parseArgs(fs, []string{"file", "--ttl"})
 	assert.EqualError(t, err, "flag --ttl needs a value")
 	_, err = parseArgs(fs, []string{"--help"})
 	assert.ErrorIs(t, err, errHelp)
+	for _, h := range []string{"-h", "-help", "--help"} {
+		_, err = parseArgs(fs, []string{"file", "key", h})
+		var e *helpWithArgsError
+		require.ErrorAs(t, err, &e, "%s among arguments is no request for help alone", h)
+		assert.Equal(t, h, e.arg)
+	}
+	p, err = parseArgs(fs, []string{"file", "key", "--", "-h"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-h"}, p.rest)
 }
 
 func TestTableWithoutRowsPrintsNothing(t *testing.T) {

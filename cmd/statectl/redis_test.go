@@ -32,6 +32,7 @@ func TestScriptsRedis(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitcode,
+			"waitfile": cmdWaitfile,
 		},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,17 +39,23 @@ flock(1), but the lease ends by itself when its holder stops renewing it,
 and the token lets a resource refuse a stale holder: have CMD pass it on.
 
 When another owner holds the lease, run exits 75 naming the holder and its
-time left. If a renewal fails because the lease was lost (this process was
-paused past its ttl and another owner took the lease), run says so on stderr
-and sends CMD SIGTERM; it then waits for CMD and exits with its status.
+time left; with --wait it waits for the lease up to D, and for the file too
+while another process holds its write lock (exit 2 if it is still busy). If a
+renewal fails because the lease was lost (this process was paused past its
+ttl and another owner took the lease), run says so on stderr and sends CMD
+SIGTERM; it then waits for CMD and exits 76, whatever CMD's status.
 Signals sent to run (HUP, INT, QUIT, TERM, USR1, USR2) are passed on to CMD;
 INT and QUIT typed at a terminal reach CMD from the terminal itself, so run
 does not pass those on a second time while its stdin is the terminal and it
 is in the terminal's foreground. On Linux, CMD gets SIGTERM if run itself dies. If CMD cannot be
 started, run exits 127 (not found) or 126.
 
-The owner must differ between copies that must exclude each other: a second
-run with the same owner shares the live lease. The default is HOST:PID.`,
+The owner defaults to HOST:PID. Two live runs with the same --owner still
+exclude each other: a run that finds the lease held by its own owner watches
+it for up to half its time left. If it is renewed, another live run of that
+owner holds it, and run exits 75 (or waits) as for another owner. If not, the
+run that held it died (a supervisor restarted with its --owner), and run
+takes the lease over at once with a new token, not waiting out its ttl.`,
 	example: `
 $ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
 $ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
@@ -64,7 +71,7 @@ token 13`,
 		fs.StringVar(&o.lease, "lease", "", "the lease `NAME` (required)")
 		fs.Var(durationFlag{&o.ttl}, "ttl", "the lease's time to live `D`, renewed every D/3")
 		fs.StringVar(&o.owner, "owner", "", "the owner `ID` recorded with the lease (default HOST:PID)")
-		fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for a held lease instead of exiting 75")
+		fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for a held lease or a busy file instead of exiting 75 or 2")
 		return func(a *app, pos, cmdArgs []string) error { return runLeased(a, pos[0], o, cmdArgs) }
 	},
 }
@@ -111,6 +118,13 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 	case err != nil:
 		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], errors.Unwrap(err))
 	}
+	grant := func(db *state.DB) error {
+		_, err := db.Lease(context.Background(), o.lease, o.owner, o.ttl)
+		return err
+	}
+	if err := checkInput(path, grant); err != nil {
+		return err
+	}
 	// Catch signals from the start, so one that comes while run waits
 	// for the lease or starts CMD ends it cleanly instead of killing it.
 	sigs := make(chan os.Signal, 16)
@@ -119,13 +133,23 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 
 	// A renewal that waits longer than a third of the ttl for the write
 	// lock is given up and retried at the next tick.
-	db, err := openWrite(path, state.WithBusyTimeout(min(o.ttl/3, state.DefaultBusyTimeout)))
+	w := newWaiter(a, path, o, sigs)
+	var db *state.DB
+	for {
+		db, err = openWrite(path, state.WithBusyTimeout(min(o.ttl/3, state.DefaultBusyTimeout)))
+		if !errors.Is(err, state.ErrBusy) {
+			break
+		}
+		if err := w.pause(exitError, busyMessage(path), maxPoll); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return err
 	}
 	defer closeDB(db, path, &err)
 
-	l, granted, err := acquire(a, db, path, o, sigs)
+	l, granted, err := acquire(db, w)
 	if err != nil {
 		return err
 	}
@@ -134,57 +158,25 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 	cmd.Env = append(os.Environ(),
 		"STATEKIT_FENCING_TOKEN="+strconv.FormatInt(l.Token, 10),
 		"STATEKIT_LEASE="+l.Name)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.rawStdout(), a.stderr
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		release(a, db, path, l)
 		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], err)
 	}
 	status, lost := supervise(a, db, path, l, o.ttl, granted, cmd, sigs)
-	if !lost {
+	switch {
+	case lost:
+		// Whatever CMD made of the SIGTERM, its work was cut short
+		// or went on without the lease: never a success.
+		return exit(exitLost, "%s: lease %s was lost while %s ran (it exited with status %d)",
+			shown(path), quote(l.Name), cmdArgs[0], status)
+	case status == exitOK:
 		release(a, db, path, l)
-	}
-	if status == exitOK {
 		return nil
 	}
+	release(a, db, path, l)
 	return exit(status, "")
-}
-
-// acquire takes the lease, waiting for it up to o.wait. It returns the lease
-// and the time just before the grant, from which the lease lasts at least
-// its ttl.
-func acquire(a *app, db *state.DB, path string, o runOptions, sigs <-chan os.Signal) (*state.Lease, time.Time, error) {
-	deadline := time.Now().Add(o.wait)
-	said := false
-	for {
-		start := time.Now()
-		l, err := db.Lease(context.Background(), o.lease, o.owner, o.ttl)
-		if err == nil {
-			return l, start, nil
-		}
-		var held *state.LeaseHeldError
-		if !errors.As(err, &held) {
-			return nil, time.Time{}, fileError(path, err)
-		}
-		msg := fmt.Sprintf("%s: lease %s is held by %s for %s more", path, quote(held.Name), quote(held.Owner), dur(held.Left))
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			if said {
-				msg += fmt.Sprintf(" (waited %s)", o.wait)
-			}
-			return nil, time.Time{}, exit(exitHeld, "%s", msg)
-		}
-		if !said {
-			a.errorf("%s; waiting up to %s", msg, o.wait)
-			said = true
-		}
-		pause := min(maxPoll, remaining, max(held.Left, minPoll))
-		select {
-		case <-time.After(pause):
-		case sig := <-sigs:
-			return nil, time.Time{}, exit(signalStatus(sig), "%s: %v while waiting for lease %s", path, sig, quote(o.lease))
-		}
-	}
 }
 
 // supervise waits for cmd while the lease is renewed, passing signals on,
@@ -218,7 +210,7 @@ func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Durat
 		case err := <-lostCh:
 			lost = true
 			a.errorf("%s: lease %s lost (token %d): %s; sending SIGTERM to %s (pid %d)",
-				path, quote(l.Name), l.Token, oneLine(unprefix(err.Error())), cmd.Args[0], cmd.Process.Pid)
+				shown(path), quote(l.Name), l.Token, cause(db, err), cmd.Args[0], cmd.Process.Pid)
 			_ = cmd.Process.Signal(terminate)
 		}
 	}
@@ -252,7 +244,7 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 			lost <- fmt.Errorf("renewals failed until the ttl ran out: %w", err)
 			return
 		default:
-			a.errorf("%s: renewing lease %s failed, will retry: %s", path, quote(l.Name), oneLine(unprefix(err.Error())))
+			a.errorf("%s: renewing lease %s failed, will retry: %s", shown(path), quote(l.Name), cause(db, err))
 		}
 	}
 }
@@ -260,6 +252,12 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 // release ends the lease, warning when it was lost meanwhile.
 func release(a *app, db *state.DB, path string, l *state.Lease) {
 	if err := db.Release(context.Background(), l); err != nil {
-		a.errorf("%s: releasing lease %s: %s", path, quote(l.Name), fileMessage(path, err))
+		a.errorf("%s: releasing lease %s: %s", shown(path), quote(l.Name), cause(db, err))
 	}
+}
+
+// cause is err's message without the file or URL db names in it: the
+// message it goes into names it first.
+func cause(db *state.DB, err error) string {
+	return oneLine(unprefix(strings.ReplaceAll(err.Error(), db.Path()+": ", "")))
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/statekit/statekit/state"
 )
@@ -104,12 +105,16 @@ $ statectl set app.state credits 50 --int --ttl 24h`,
 			if err != nil {
 				return err
 			}
+			set := func(db *state.DB) error { return db.Set(context.Background(), key, value, ttl.options()...) }
+			if err := checkInput(path, set); err != nil {
+				return err
+			}
 			db, err := openWrite(path)
 			if err != nil {
 				return err
 			}
 			defer closeDB(db, path, &err)
-			if err := db.Set(context.Background(), key, value, ttl.options()...); err != nil {
+			if err := set(db); err != nil {
 				return fileError(path, err)
 			}
 			return nil
@@ -131,13 +136,20 @@ $ statectl del app.state config session:9
 	setup: func(fs *flag.FlagSet) func(*app, []string, []string) error {
 		return func(a *app, pos, _ []string) (err error) {
 			path := pos[0]
+			var n int
+			del := func(db *state.DB) (err error) {
+				n, err = db.Del(context.Background(), pos[1:]...)
+				return err
+			}
+			if err := checkInput(path, del); err != nil {
+				return err
+			}
 			db, err := openWrite(path)
 			if err != nil {
 				return err
 			}
 			defer closeDB(db, path, &err)
-			n, err := db.Del(context.Background(), pos[1:]...)
-			if err != nil {
+			if err := del(db); err != nil {
 				return fileError(path, err)
 			}
 			fmt.Fprintln(a.stdout, n)
@@ -194,19 +206,25 @@ func incrSetup(fs *flag.FlagSet, sign int64) func(*app, []string, []string) erro
 	fs.Var(&ttl, "ttl", "a deadline `D` from now if this creates the key")
 	return func(a *app, pos, _ []string) (err error) {
 		path, key := pos[0], pos[1]
+		var n int64
+		add := func(db *state.DB) (err error) {
+			ctx := context.Background()
+			if sign > 0 {
+				n, err = db.IncrBy(ctx, key, *by, ttl.options()...)
+			} else {
+				n, err = db.DecrBy(ctx, key, *by, ttl.options()...)
+			}
+			return err
+		}
+		if err := checkInput(path, add); err != nil {
+			return err
+		}
 		db, err := openWrite(path)
 		if err != nil {
 			return err
 		}
 		defer closeDB(db, path, &err)
-		ctx := context.Background()
-		var n int64
-		if sign > 0 {
-			n, err = db.IncrBy(ctx, key, *by, ttl.options()...)
-		} else {
-			n, err = db.DecrBy(ctx, key, *by, ttl.options()...)
-		}
-		if err != nil {
+		if err := add(db); err != nil {
 			return fileError(path, err)
 		}
 		fmt.Fprintln(a.stdout, n)
@@ -232,13 +250,20 @@ $ statectl expire app.state session:9 --ttl 15m`,
 			if !ttl.set {
 				return usageError("expire", "--ttl is missing")
 			}
+			var ok bool
+			expire := func(db *state.DB) (err error) {
+				ok, err = db.Expire(context.Background(), key, ttl.d)
+				return err
+			}
+			if err := checkInput(path, expire); err != nil {
+				return err
+			}
 			db, err := openWrite(path)
 			if err != nil {
 				return err
 			}
 			defer closeDB(db, path, &err)
-			ok, err := db.Expire(context.Background(), key, ttl.d)
-			if err != nil {
+			if err := expire(db); err != nil {
 				return fileError(path, err)
 			}
 			if !ok {
@@ -272,15 +297,17 @@ changed under us`,
 		del := fs.Bool("delete", false, "delete the key on a match (no NEW)")
 		return func(a *app, pos, _ []string) (err error) {
 			path, key := pos[0], pos[1]
-			want := 4
-			if *absent {
-				want--
+			want := []string{"FILE", "KEY"}
+			if !*absent {
+				want = append(want, "OLD")
 			}
-			if *del {
-				want--
+			if !*del {
+				want = append(want, "NEW")
 			}
-			if len(pos) != want {
-				return usageError("cas", "want %d arguments with these flags, have %d", want, len(pos))
+			if len(pos) != len(want) {
+				n := len(pos) - 2
+				return usageError("cas", "want %s with these flags, got %d %s after KEY",
+					strings.Join(want, " "), n, plural(int64(n), "value", "values"))
 			}
 			var old, new any
 			rest := pos[2:]
@@ -295,17 +322,24 @@ changed under us`,
 					return err
 				}
 			}
+			var ok bool
+			cas := func(db *state.DB) (err error) {
+				ok, err = db.CAS(context.Background(), key, old, new)
+				return err
+			}
+			if err := checkInput(path, cas); err != nil {
+				return err
+			}
 			db, err := openWrite(path)
 			if err != nil {
 				return err
 			}
 			defer closeDB(db, path, &err)
-			ok, err := db.CAS(context.Background(), key, old, new)
-			if err != nil {
+			if err := cas(db); err != nil {
 				return fileError(path, err)
 			}
 			if !ok {
-				return exit(exitNo, "%s: cas %s: not swapped", path, quote(key))
+				return exit(exitNo, "%s: cas %s: not swapped", shown(path), quote(key))
 			}
 			return nil
 		}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/statekit/statekit/state"
+)
+
+// Taking run's lease. Another owner's live lease is waited for up to
+// --wait, and so is a file whose write lock another process holds.
+//
+// A lease held by run's own owner is one of two things. A run of that
+// owner that died (a supervisor that crashed and restarts with the same
+// --owner) leaves a lease nobody renews: run takes it over at once, with a
+// new fencing token, rather than wait for its ttl to run out. A run of
+// that owner that is alive renews it every third of its ttl: run treats it
+// as held by another, since two copies of the job must not run at once
+// (nor the first to end release the lease under the other). run tells the
+// two apart by watching the lease: a live holder renews it before a third
+// of its time left has passed, so a lease whose deadline has not moved
+// when half of its time left has passed is taken over.
+
+// waiter is run's wait for the lease or the file, up to --wait.
+type waiter struct {
+	a        *app
+	path     string
+	o        runOptions
+	sigs     <-chan os.Signal
+	deadline time.Time
+	said     bool // the "waiting up to" line was printed
+}
+
+func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter {
+	return &waiter{a: a, path: path, o: o, sigs: sigs, deadline: time.Now().Add(o.wait)}
+}
+
+// pause waits up to d for another try, saying once what run waits for
+// (why, a message naming the file). Once the wait has run out it returns
+// the exit for why, with status code; a signal ends the wait with its
+// status.
+func (w *waiter) pause(code int, why string, d time.Duration) error {
+	remaining := time.Until(w.deadline)
+	if remaining <= 0 {
+		if w.said {
+			why += fmt.Sprintf(" (waited %s)", w.o.wait)
+		}
+		return exit(code, "%s", why)
+	}
+	if !w.said {
+		w.a.errorf("%s; waiting up to %s", why, w.o.wait)
+		w.said = true
+	}
+	select {
+	case <-time.After(min(d, remaining)):
+		return nil
+	case sig := <-w.sigs:
+		return exit(signalStatus(sig), "%s: %v while waiting for lease %s", shown(w.path), sig, quote(w.o.lease))
+	}
+}
+
+// acquire takes the lease, waiting for it up to --wait. It returns the
+// lease and the time just before the grant, from which the lease lasts at
+// least its ttl.
+func acquire(db *state.DB, w *waiter) (*state.Lease, time.Time, error) {
+	ctx := context.Background()
+	for {
+		if err := w.reclaim(db); err != nil {
+			return nil, time.Time{}, err
+		}
+		start := time.Now()
+		l, err := db.Lease(ctx, w.o.lease, w.o.owner, w.o.ttl)
+		if err == nil {
+			return l, start, nil
+		}
+		var held *state.LeaseHeldError
+		var why string
+		code, pause := exitHeld, maxPoll
+		switch {
+		case errors.As(err, &held):
+			why = fmt.Sprintf("%s: lease %s is held by %s for %s more", shown(w.path), quote(held.Name), quote(held.Owner), dur(held.Left))
+			pause = max(min(maxPoll, held.Left), minPoll)
+		case errors.Is(err, state.ErrBusy):
+			code, why = exitError, busyMessage(w.path)
+		default:
+			return nil, time.Time{}, fileError(w.path, err)
+		}
+		if err := w.pause(code, why, pause); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+}
+
+// reclaim takes over a lease of run's owner that nobody renews (a run of
+// that owner died), and waits while a live run of that owner renews it.
+// It returns with the lease free or held by another owner, for the grant
+// to find out which, or with the exit of a wait that ran out.
+func (w *waiter) reclaim(db *state.DB) error {
+	for {
+		info, err := heldBy(db, w.o.lease, w.o.owner)
+		switch {
+		case errors.Is(err, state.ErrBusy):
+			return nil // the grant waits for the file
+		case err != nil:
+			return fileError(w.path, err)
+		case info == nil:
+			return nil
+		}
+		seen, err := w.watch(db, *info)
+		switch {
+		case err != nil:
+			return err
+		case seen == leaseMoved:
+			continue // released or granted anew meanwhile: look again
+		case seen == leaseStale:
+			stale := &state.Lease{Name: info.Name, Owner: info.Owner, Token: info.Token}
+			err := db.Release(context.Background(), stale)
+			if err != nil && !errors.Is(err, state.ErrLeaseLost) && !errors.Is(err, state.ErrBusy) {
+				return fileError(w.path, err)
+			}
+			w.a.errorf("%s: lease %s of this owner, %s, was not renewed: taking it over from token %d",
+				shown(w.path), quote(info.Name), quote(info.Owner), info.Token)
+			return nil
+		}
+		why := fmt.Sprintf("%s: lease %s is held by %s, this owner, in another run that renews it",
+			shown(w.path), quote(info.Name), quote(info.Owner))
+		if err := w.pause(exitHeld, why, maxPoll); err != nil {
+			return err
+		}
+	}
+}
+
+// What watch saw of a lease.
+const (
+	leaseRenewed = iota // its deadline moved: a live holder renews it
+	leaseStale          // its deadline stood still: nobody renews it
+	leaseMoved          // it was released, or expired, or granted anew
+)
+
+// watch looks at the lease info describes until its deadline moves or it
+// is no longer the same grant, or until half of its time left has passed
+// with neither (leaseStale).
+func (w *waiter) watch(db *state.DB, info state.LeaseInfo) (int, error) {
+	until := time.Now().Add(info.Left / 2)
+	for time.Now().Before(until) {
+		select {
+		case <-time.After(min(maxPoll, max(time.Until(until), minPoll))):
+		case sig := <-w.sigs:
+			return 0, exit(signalStatus(sig), "%s: %v while waiting for lease %s", shown(w.path), sig, quote(w.o.lease))
+		}
+		now, err := heldBy(db, info.Name, info.Owner)
+		switch {
+		case errors.Is(err, state.ErrBusy):
+			continue
+		case err != nil:
+			return 0, fileError(w.path, err)
+		case now == nil || now.Token != info.Token:
+			return leaseMoved, nil
+		case !now.Expires.Equal(info.Expires):
+			return leaseRenewed, nil
+		}
+	}
+	return leaseStale, nil
+}
+
+// heldBy returns the lease name if owner holds it now, or nil.
+func heldBy(db *state.DB, name, owner string) (*state.LeaseInfo, error) {
+	var found *state.LeaseInfo
+	err := db.Leases(context.Background(), false, func(l state.LeaseInfo) error {
+		if l.Name == name && l.Owner == owner && l.Status == state.LeaseHeld {
+			found = &l
+		}
+		return nil
+	})
+	return found, err
+}
+
+// busyMessage says the file at path is busy.
+func busyMessage(path string) string {
+	return shown(path) + ": the file is busy (another process holds its write lock)"
+}
