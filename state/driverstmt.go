@@ -63,6 +63,16 @@ func (s *stmt) unbind() {
 	s.args = s.args[:0]
 }
 
+// A statement runs to its end once it starts: the driver is given a context
+// that never ends. The verb's context bounds its waits (for the handle's lock,
+// in the group-commit queue, and through the busy handler for another
+// connection's lock: busy.go), not a statement in progress. The driver would
+// otherwise interrupt it, and report the context's end even when the
+// statement, an autocommit write or a COMMIT, had finished: a verb that
+// returned its context's error could have taken effect, and Flush, which
+// puts its deltas back when its COMMIT fails, counted them twice. So a verb
+// that returns its context's error did nothing.
+
 // ExecContext runs a statement that returns no rows.
 func (s *stmt) ExecContext(ctx context.Context, args ...any) (driver.Result, error) {
 	nv, err := s.bind(args)
@@ -70,7 +80,7 @@ func (s *stmt) ExecContext(ctx context.Context, args ...any) (driver.Result, err
 		return nil, err
 	}
 	defer s.unbind()
-	res, err := s.x.ExecContext(ctx, nv)
+	res, err := s.x.ExecContext(context.WithoutCancel(ctx), nv)
 	return res, roomRefused(s.dc, err)
 }
 
@@ -103,7 +113,7 @@ func (s *stmt) QueryContext(ctx context.Context, args ...any) (*rows, error) {
 		return nil, err
 	}
 	defer s.unbind()
-	dr, err := s.q.QueryContext(ctx, nv)
+	dr, err := s.q.QueryContext(context.WithoutCancel(ctx), nv)
 	if err != nil {
 		return nil, roomRefused(s.dc, err)
 	}

@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -65,4 +67,65 @@ func TestOpenRefusesMeaninglessOptions(t *testing.T) {
 	db, err := state.Open(t.TempDir()+"/x.state", state.WithBusyTimeout(0))
 	require.NoError(t, err, "a busy timeout of zero: never wait")
 	require.NoError(t, db.Close())
+}
+
+// TestAVerbThatReturnsItsContextsErrorDidNothing runs verbs one at a time
+// with deadlines of 0-150 µs, so that many end while the verb runs: every
+// call that returned its context's error must have left the file as it was,
+// and every other call must have taken effect. The driver used to interrupt
+// a statement and report the context's end even when the statement (an
+// autocommit write, a COMMIT) had finished.
+func TestAVerbThatReturnsItsContextsErrorDidNothing(t *testing.T) {
+	db, err := state.Open(t.TempDir()+"/x.state", state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	bg := context.Background()
+	count := func() int64 {
+		v, err := db.Get(bg, "c")
+		if err != nil {
+			return 0
+		}
+		n, _ := v.Int()
+		return n
+	}
+	verbs := map[string]func(ctx context.Context, i int) (bool, error){
+		"incr": func(ctx context.Context, _ int) (bool, error) {
+			before := count()
+			_, err := db.Incr(ctx, "c", state.TTL(time.Hour))
+			return count() != before, err
+		},
+		"update": func(ctx context.Context, _ int) (bool, error) {
+			before := count()
+			err := db.Update(ctx, func(tx *state.Tx) error { _, err := tx.Incr("c"); return err })
+			return count() != before, err
+		},
+		"lease": func(ctx context.Context, i int) (bool, error) {
+			name := fmt.Sprintf("l%d", i)
+			_, err := db.Lease(ctx, name, "o", time.Hour)
+			granted := false
+			require.NoError(t, db.Leases(bg, false, func(l state.LeaseInfo) error {
+				granted = granted || l.Name == name
+				return nil
+			}))
+			return granted, err
+		},
+	}
+	for name, verb := range verbs {
+		cancelled := 0
+		for i := range 1500 {
+			ctx, cancel := context.WithTimeout(bg, time.Duration(i%150)*time.Microsecond)
+			changed, err := verb(ctx, i)
+			cancel()
+			switch {
+			case err == nil:
+				require.True(t, changed, "%s %d answered but did nothing", name, i)
+			case errors.Is(err, context.DeadlineExceeded):
+				cancelled++
+				require.False(t, changed, "%s %d returned %v but took effect", name, i, err)
+			default:
+				require.NoError(t, err, "%s %d", name, i)
+			}
+		}
+		t.Logf("%s: %d of 1500 returned their context's error", name, cancelled)
+	}
 }
