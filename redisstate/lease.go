@@ -107,7 +107,7 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 			return nil, err
 		}
 		return nil, &state.LeaseHeldError{Name: name, Owner: holder, Expires: time.UnixMilli(until),
-			Left: time.Duration(until-r.now()) * time.Millisecond}
+			Left: msDuration(until - r.now())}
 	}
 	return nil, damaged("lease", name)
 }

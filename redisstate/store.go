@@ -256,7 +256,7 @@ func (s *store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	case ms == -1:
 		return state.NoExpiry, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return msDuration(ms), nil
 }
 
 // Flush adds deltas to the integers at keys, one script per cluster slot.

@@ -590,10 +590,10 @@ func (t *tx) TTL(key string) (time.Duration, error) {
 		return state.NoExpiry, nil
 	case ks.dl.rel > 0:
 		// Written here: ttl from now, whatever now ends up being.
-		return time.Duration(ks.dl.rel) * time.Millisecond, nil
+		return msDuration(ks.dl.rel), nil
 	}
 	t.pinned = true // a deadline read from the server, counted from now
-	return time.Duration(ks.dl.abs-t.now) * time.Millisecond, nil
+	return msDuration(ks.dl.abs - t.now), nil
 }
 
 // lease returns the state of a lease hash, read (and WATCHed) once.
@@ -660,7 +660,7 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if live && ls.owner != owner {
 		until := ls.expires.at(t.now)
 		return nil, &state.LeaseHeldError{Name: name, Owner: ls.owner, Expires: time.UnixMilli(until),
-			Left: time.Duration(until-t.now) * time.Millisecond}
+			Left: msDuration(until - t.now)}
 	}
 	if !live {
 		if ls.token == math.MaxInt64 {
