@@ -306,10 +306,14 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 	return dropped, ran, nil
 }
 
-// Sweep returns 0: Redis deletes expired keys itself.
+// Sweep returns 0: Redis deletes expired keys itself. It returns the
+// context's error when ctx has ended, as the file engine's Sweep does.
 func (s *store) Sweep(ctx context.Context) (int, error) {
 	if s.closed.Load() {
 		return 0, state.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("statekit: %w", err)
 	}
 	return 0, nil
 }
