@@ -133,7 +133,13 @@
 // MULTI/EXEC only when the callback returns nil. When a watched key changed
 // meanwhile, EXEC applies nothing and the callback runs again, so it may
 // run more than once: up to 32 attempts, with a short jittered pause,
-// then state.ErrBusy. A connection lost around EXEC is
+// then state.ErrBusy. Each read is a round trip of its own, so a callback
+// may see keys of two states (another writer committed between its
+// reads); an attempt that writes nothing (the callback returned an error,
+// or wrote nothing) therefore ends with an empty MULTI/EXEC that checks
+// its watches, and runs again when one changed. So Update returns the
+// callback's error, or nil, only when what the callback read held at one
+// moment, as on a file. A connection lost around EXEC is
 // state.ErrOutcomeUnknown. In a cluster, every key and lease name a
 // transaction touches must hash to one slot: give them a hash tag, as
 // {user42}:balance and {user42}:history; otherwise the verb fails with

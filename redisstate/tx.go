@@ -76,6 +76,13 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error, ahead *[]str
 			}
 			return err
 		}
+		// fn's error may come from reads of two states: checked as a
+		// commit would be, and run again on a conflict (txcheck.go).
+		if cerr := t.checkWatches(); errors.Is(cerr, errRetry) {
+			return cerr
+		} else if cerr != nil {
+			return fmt.Errorf("%w (and whether what it read changed meanwhile is unknown: %w)", err, cerr)
+		}
 		// fn's answers hold at now: the check of an aborted
 		// transaction reads them at that time too.
 		if now, ok := t.finalNow(); ok {
@@ -712,10 +719,14 @@ func (t *tx) Release(l *state.Lease) error {
 }
 
 // commit sends the writes in MULTI/EXEC. A transaction that only read runs
-// an empty MULTI/EXEC, so what it read is checked unchanged too.
+// an empty MULTI/EXEC (checkWatches), so what it read is checked unchanged
+// too.
 func (t *tx) commit() error {
 	if t.conn == nil {
 		return nil
+	}
+	if t.writesNothing() {
+		return t.checkWatches() // go-redis sends no MULTI/EXEC without a command
 	}
 	// The deadlines written are counted from the final now.
 	if err := t.ensureNow(); err != nil {
