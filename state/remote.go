@@ -318,11 +318,10 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 // closeRemote is Close on a remote store: the last flush, then the client.
 func (db *DB) closeRemote() error {
 	db.bg.stop(db)
-	d, open := db.buf.close()
+	d, lostErr, flushErr, open := db.lastFlush() // before rclosed, which refuses it
 	if !open {
 		return db.named("close", "", ErrClosed)
 	}
-	flushErr := db.flushTaken(context.Background(), d, false) // before rclosed, which refuses it
 	db.rclosed.Store(true)
-	return db.closeError(d, nil, flushErr, nil, db.remote.Close())
+	return db.closeError(d, nil, lostErr, flushErr, nil, db.remote.Close())
 }
