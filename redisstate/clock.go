@@ -1,6 +1,7 @@
 package redisstate
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -35,4 +36,19 @@ func (c *clock) observe(ms int64) {
 	if ms > c.nowLocked() {
 		c.baseMs, c.at = ms, time.Now()
 	}
+}
+
+// msDuration converts a count of milliseconds (a deadline minus now) to a
+// Duration, clamped to the Duration range: a TTL of up to
+// time.Duration(math.MaxInt64) is stored in whole milliseconds, and its ms
+// times a million would not fit.
+func msDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > most:
+		return time.Duration(math.MaxInt64)
+	case ms < -most:
+		return time.Duration(math.MinInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }

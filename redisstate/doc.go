@@ -22,7 +22,15 @@
 //
 //	prefix=P                 every Redis key of the store starts with P
 //	                         (default "": the store's keys are k:... and
-//	                         lease:... at the top of the database)
+//	                         lease:... at the top of the database). The
+//	                         prefixes of stores sharing a database must
+//	                         not nest: with "" and "k:", the second
+//	                         store's lease hash k:lease:N is the first
+//	                         one's key "lease:N". The verbs refuse to
+//	                         overwrite or delete a key of another Redis
+//	                         type (state.ErrCorrupt), so a lease's hash
+//	                         keeps its token; a Set inside Update, which
+//	                         reads nothing first, is not checked.
 //	allow_unsafe_leases=true grant leases on a server that may lose an
 //	                         acknowledged write (see Leases below)
 //	wait_replicas=N          after each lease grant, wait (Redis WAIT, up
@@ -33,10 +41,23 @@
 // write_timeout, pool_size, client_name, protocol, skip_verify, ...; see
 // redis.ParseURL), except max_retries, min_retry_backoff and
 // max_retry_backoff, which are refused: the store never resends a command
-// whose outcome is unknown, since a resent increment could count twice. An
-// unknown parameter, a malformed URL or a bad database number fails Open
-// with state.ErrInvalidArgument naming the cause; errors never contain the
-// password.
+// whose outcome is unknown, since a resent increment could count twice.
+// Numeric parameters are checked at Open: pool_size from 1, the other
+// connection counts from 0, to 65535; protocol 2 or 3; every duration
+// (dial_timeout, read_timeout, write_timeout, pool_timeout, ...) above 0,
+// since go-redis reads 0 or less as no timeout at all. An unknown
+// parameter, a value out of range, a malformed URL, a port outside 1-65535,
+// a bad database number or a db= parameter that disagrees with the path
+// fails Open with state.ErrInvalidArgument naming the cause. Errors never
+// contain the password; one holding a '/', '?' or '#' must be
+// percent-encoded (%2F, %3F, %23), and Open refuses it otherwise, since a
+// URL parser would read the rest of it as the path or the query.
+//
+// go-redis logs some failures itself (a dial that failed after its retries)
+// through its process-wide logger, on stderr by default; statekit leaves
+// that logger alone, as it belongs to the program: redis.SetLogger
+// silences or redirects it. Each such failure also reaches the caller as
+// the verb's error.
 //
 // Open connects and PINGs every server within dial_timeout (5 s by
 // default): an unreachable server or a refused password fails Open with
@@ -112,7 +133,13 @@
 // MULTI/EXEC only when the callback returns nil. When a watched key changed
 // meanwhile, EXEC applies nothing and the callback runs again, so it may
 // run more than once: up to 32 attempts, with a short jittered pause,
-// then state.ErrBusy. A connection lost around EXEC is
+// then state.ErrBusy. Each read is a round trip of its own, so a callback
+// may see keys of two states (another writer committed between its
+// reads); an attempt that writes nothing (the callback returned an error,
+// or wrote nothing) therefore ends with an empty MULTI/EXEC that checks
+// its watches, and runs again when one changed. So Update returns the
+// callback's error, or nil, only when what the callback read held at one
+// moment, as on a file. A connection lost around EXEC is
 // state.ErrOutcomeUnknown. In a cluster, every key and lease name a
 // transaction touches must hash to one slot: give them a hash tag, as
 // {user42}:balance and {user42}:history; otherwise the verb fails with
@@ -124,14 +151,26 @@
 // A fencing token must never be handed out twice. One Redis server with
 // appendonly yes and appendfsync always writes every grant to its
 // append-only file and fsyncs it before it replies, so a crash or restart
-// never forgets a token it acknowledged. Lease (and a lease inside Update)
-// therefore checks, with CONFIG GET, that every server of the store has
-// those settings, once per handle, and otherwise fails with
-// state.ErrNotDurable saying why and how to opt out; where CONFIG is
-// refused or renamed, it says the durability cannot be verified. The URL
-// parameter allow_unsafe_leases=true skips the check: tokens may then
-// repeat after a crash. The check cannot see a server whose settings are
+// never forgets a token it acknowledged. A server that evicts keys to make
+// room (a maxmemory limit and a maxmemory-policy other than noeviction)
+// may evict a lease's hash, and then grant its token again, or a held
+// lease to another owner. Lease (and a lease inside Update) therefore
+// checks, with CONFIG GET, that every server of the store has appendonly
+// yes, appendfsync always, and maxmemory 0 or maxmemory-policy noeviction,
+// once per handle, and otherwise fails with state.ErrNotDurable saying why
+// and how to opt out; where CONFIG is refused or renamed, it says the
+// durability cannot be verified. The URL parameter
+// allow_unsafe_leases=true skips the check: tokens may then repeat after a
+// crash or an eviction. The check cannot see a server whose settings are
 // changed after it.
+//
+// The other verbs do not check: on a server that evicts, a key may vanish
+// before its deadline (with an allkeys-* policy any key, with a volatile-*
+// policy a key with a TTL), which the file engine never does, and Get then
+// finds it absent as if it had been deleted. Run a store whose keys must
+// last to their deadline on a server with maxmemory-policy noeviction: a
+// write past maxmemory then fails with state.ErrUnavailable (the server's
+// OOM reply) and nothing is lost.
 //
 // Replicas do not make grants safer by themselves: Redis replicates
 // asynchronously, so a failover can promote a replica that never saw the
@@ -161,7 +200,8 @@
 //
 // # What differs from a file
 //
-// Sweep returns 0: Redis deletes expired keys itself. Scan with
+// Sweep returns 0 (or its context's error): Redis deletes expired keys
+// itself. Scan with
 // includeExpired cannot report expired keys, which Redis no longer
 // returns; Stats counts keys and leases with SCAN (ExpiredKeys and the
 // file's fields stay zero, Now and Wall are the server's time). Scan,

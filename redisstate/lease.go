@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -14,36 +15,47 @@ import (
 )
 
 // optOut says how to lease on a server that may lose writes.
-const optOut = "set appendonly yes and appendfsync always on the server, or add allow_unsafe_leases=true to the URL to accept that a restart may hand a fencing token out twice"
+const optOut = "or add allow_unsafe_leases=true to the URL to accept that a restart, or an eviction, may hand a fencing token out twice"
 
 // checkDurable returns an error wrapping ErrNotDurable unless every server
 // of the store keeps every acknowledged write (appendonly yes, appendfsync
-// always), or the URL opted out. A passed check is kept for the handle's
-// life; a failed one is asked again next time.
+// always) and never evicts a key to make room (maxmemory 0, or the policy
+// noeviction), or the URL opted out. A passed check is kept for the
+// handle's life; a failed one is asked again next time.
 func (s *store) checkDurable(ctx context.Context) error {
 	if s.cfg.allowUnsafe || s.durable.Load() {
 		return nil
 	}
 	var mu sync.Mutex
 	var problems []error
+	problem := func(err error) {
+		mu.Lock()
+		problems = append(problems, err)
+		mu.Unlock()
+	}
 	check := func(ctx context.Context, c *redis.Client) error {
-		cfg, err := c.ConfigGet(ctx, "append*").Result()
-		if err != nil {
-			var rerr redis.Error
-			if errors.As(err, &rerr) && !isNetError(err) {
-				mu.Lock()
-				problems = append(problems, fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); %s",
-					state.ErrNotDurable, c.Options().Addr, err, optOut))
-				mu.Unlock()
-				return nil
+		addr := c.Options().Addr
+		cfg := map[string]string{}
+		for _, pattern := range []string{"append*", "maxmemory*"} { // one pattern a call before Redis 7
+			got, err := c.ConfigGet(ctx, pattern).Result()
+			if err != nil {
+				var rerr redis.Error
+				if errors.As(err, &rerr) && !isNetError(err) {
+					problem(fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
+						state.ErrNotDurable, addr, err, optOut))
+					return nil
+				}
+				return err
 			}
-			return err
+			maps.Copy(cfg, got)
 		}
 		if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
-			mu.Lock()
-			problems = append(problems, fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose a lease grant it acknowledged; %s",
-				state.ErrNotDurable, c.Options().Addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), optOut))
-			mu.Unlock()
+			problem(fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose a lease grant it acknowledged; set appendonly yes and appendfsync always on the server, %s",
+				state.ErrNotDurable, addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), optOut))
+		}
+		if evicts(cfg["maxmemory"], cfg["maxmemory-policy"]) {
+			problem(fmt.Errorf("%w: redis at %s has maxmemory %s and maxmemory-policy %s, so it may evict a lease's hash to make room and then hand its fencing token out again, or grant a held lease twice; set maxmemory-policy noeviction (or maxmemory 0) on the server, %s",
+				state.ErrNotDurable, addr, cfg["maxmemory"], orNone(cfg["maxmemory-policy"]), optOut))
 		}
 		return nil
 	}
@@ -61,6 +73,17 @@ func (s *store) checkDurable(ctx context.Context) error {
 	}
 	s.durable.Store(true)
 	return nil
+}
+
+// evicts reports whether a server with these maxmemory and
+// maxmemory-policy settings may delete keys to make room: a memory limit
+// (maxmemory not 0) and a policy other than noeviction. A setting it
+// cannot read counts as evicting only when the limit is set.
+func evicts(maxmemory, policy string) bool {
+	if maxmemory == "" || maxmemory == "0" {
+		return false
+	}
+	return policy != "noeviction"
 }
 
 func orNone(s string) string {
@@ -107,7 +130,7 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 			return nil, err
 		}
 		return nil, &state.LeaseHeldError{Name: name, Owner: holder, Expires: time.UnixMilli(until),
-			Left: time.Duration(until-r.now()) * time.Millisecond}
+			Left: msDuration(until - r.now())}
 	}
 	return nil, damaged("lease", name)
 }

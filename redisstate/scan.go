@@ -214,7 +214,7 @@ func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn
 			k := state.KeyInfo{Key: r.key, Value: v, Left: state.NoExpiry}
 			if r.at >= 0 {
 				k.Expires = time.UnixMilli(r.at)
-				k.Left = time.Duration(r.at-now) * time.Millisecond
+				k.Left = msDuration(r.at - now)
 			}
 			if err := fn(k); err != nil {
 				return err
@@ -296,7 +296,7 @@ func (r rawLease) info(now int64) (state.LeaseInfo, string) {
 	}
 	if at != 0 {
 		l.Expires = time.UnixMilli(at)
-		l.Left = time.Duration(at-now) * time.Millisecond
+		l.Left = msDuration(at - now)
 	}
 	return l, ""
 }

@@ -256,7 +256,7 @@ func (s *store) TTL(ctx context.Context, key string) (time.Duration, error) {
 	case ms == -1:
 		return state.NoExpiry, nil
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return msDuration(ms), nil
 }
 
 // Flush adds deltas to the integers at keys, one script per cluster slot.
@@ -306,10 +306,14 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 	return dropped, ran, nil
 }
 
-// Sweep returns 0: Redis deletes expired keys itself.
+// Sweep returns 0: Redis deletes expired keys itself. It returns the
+// context's error when ctx has ended, as the file engine's Sweep does.
 func (s *store) Sweep(ctx context.Context) (int, error) {
 	if s.closed.Load() {
 		return 0, state.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("statekit: %w", err)
 	}
 	return 0, nil
 }

@@ -76,6 +76,13 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error, ahead *[]str
 			}
 			return err
 		}
+		// fn's error may come from reads of two states: checked as a
+		// commit would be, and run again on a conflict (txcheck.go).
+		if cerr := t.checkWatches(); errors.Is(cerr, errRetry) {
+			return cerr
+		} else if cerr != nil {
+			return fmt.Errorf("%w (and whether what it read changed meanwhile is unknown: %w)", err, cerr)
+		}
 		// fn's answers hold at now: the check of an aborted
 		// transaction reads them at that time too.
 		if now, ok := t.finalNow(); ok {
@@ -612,10 +619,10 @@ func (t *tx) TTL(key string) (time.Duration, error) {
 		return state.NoExpiry, nil
 	case ks.dl.rel > 0:
 		// Written here: ttl from now, whatever now ends up being.
-		return time.Duration(ks.dl.rel) * time.Millisecond, nil
+		return msDuration(ks.dl.rel), nil
 	}
 	t.pinned = true // a deadline read from the server, counted from now
-	return time.Duration(ks.dl.abs-t.now) * time.Millisecond, nil
+	return msDuration(ks.dl.abs - t.now), nil
 }
 
 // lease returns the state of a lease hash, read (and WATCHed) once.
@@ -682,7 +689,7 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if live && ls.owner != owner {
 		until := ls.expires.at(t.now)
 		return nil, &state.LeaseHeldError{Name: name, Owner: ls.owner, Expires: time.UnixMilli(until),
-			Left: time.Duration(until-t.now) * time.Millisecond}
+			Left: msDuration(until - t.now)}
 	}
 	if !live {
 		if ls.token == math.MaxInt64 {
@@ -734,10 +741,14 @@ func (t *tx) Release(l *state.Lease) error {
 }
 
 // commit sends the writes in MULTI/EXEC. A transaction that only read runs
-// an empty MULTI/EXEC, so what it read is checked unchanged too.
+// an empty MULTI/EXEC (checkWatches), so what it read is checked unchanged
+// too.
 func (t *tx) commit() error {
 	if t.conn == nil {
 		return nil
+	}
+	if t.writesNothing() {
+		return t.checkWatches() // go-redis sends no MULTI/EXEC without a command
 	}
 	// The deadlines written are counted from the final now.
 	if err := t.ensureNow(); err != nil {

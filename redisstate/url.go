@@ -3,6 +3,8 @@ package redisstate
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -40,6 +42,92 @@ var refusedParams = map[string]string{
 	"max_retry_backoff": "statekit never resends commands",
 }
 
+// maxConns bounds the parameters that count connections: one client
+// cannot open more to one server (a source address has 65535 ports).
+const maxConns = 65535
+
+// intParams are go-redis's integer parameters and the range a statekit
+// store accepts for each: go-redis panics on some values out of range (a
+// negative pool_size) and silently reads others as something else.
+var intParams = map[string][2]int{
+	"db":                         {0, math.MaxInt32},
+	"protocol":                   {2, 3},
+	"pool_size":                  {1, maxConns},
+	"min_idle_conns":             {0, maxConns},
+	"max_idle_conns":             {0, maxConns},
+	"max_active_conns":           {0, maxConns},
+	"max_concurrent_dials":       {0, maxConns},
+	"pipeline_pool_size":         {-1, maxConns}, // -1 turns go-redis's pipeline pool off
+	"pipeline_read_buffer_size":  {0, 1 << 30},
+	"pipeline_write_buffer_size": {0, 1 << 30},
+	"dialer_retries":             {0, 100},
+	"max_redirects":              {-1, 100}, // a cluster's; -1: none
+	"failing_timeout_seconds":    {0, 1 << 30},
+}
+
+// durationParams are go-redis's duration parameters. Each must be a
+// positive duration ("2s", "500ms", or whole seconds as "2"): go-redis
+// reads 0 or less as "no timeout" (a read on a paused server would wait
+// forever), or as its default.
+var durationParams = []string{
+	"dial_timeout", "read_timeout", "write_timeout", "pool_timeout",
+	"conn_max_idle_time", "idle_timeout", "conn_max_lifetime", "max_conn_age",
+	"conn_max_lifetime_jitter", "route_by_latency_tolerance", "dialer_retry_timeout",
+}
+
+// checkRanges refuses a numeric parameter out of its range, or that does
+// not parse, naming it. Every value of a repeated parameter is checked.
+func checkRanges(q url.Values) error {
+	for name, r := range intParams {
+		for _, s := range q[name] {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < r[0] || n > r[1] {
+				return invalid("%s=%q: want a whole number from %d to %d", name, s, r[0], r[1])
+			}
+		}
+	}
+	for _, name := range durationParams {
+		for _, s := range q[name] {
+			d, err := time.ParseDuration(s)
+			if n, aerr := strconv.ParseInt(s, 10, 64); aerr == nil {
+				d, err = time.Duration(n)*time.Second, nil
+				if n > math.MaxInt64/int64(time.Second) {
+					d = -1
+				}
+			}
+			if err != nil || d <= 0 {
+				return invalid("%s=%q: want a positive duration, as 2s or 500ms", name, s)
+			}
+		}
+	}
+	return nil
+}
+
+// checkHosts refuses a host without a name or with a port out of 1-65535
+// (which would otherwise cost Open its dial retries before it says
+// ErrUnavailable).
+func checkHosts(hosts []string) error {
+	for _, h := range hosts {
+		name, port, err := net.SplitHostPort(h)
+		if err != nil {
+			if !strings.Contains(err.Error(), "missing port") {
+				return invalid("bad address %q: %v", h, err)
+			}
+			name, port = h, ""
+		}
+		if name == "" {
+			return invalid("address %q has no host name", h)
+		}
+		if port == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return invalid("bad port %q in %q: want 1 to 65535", port, h)
+		}
+	}
+	return nil
+}
+
 // invalid builds an ErrInvalidArgument error.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", state.ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -48,6 +136,9 @@ func invalid(format string, args ...any) error {
 // parseURL reads a redis://, rediss:// or redis+cluster:// URL. Its errors
 // never hold the password.
 func parseURL(raw string) (*config, error) {
+	if unescapedUserInfo(raw) {
+		return nil, invalid("malformed URL: the user name or password holds a character a URL must percent-encode ('/' as %%2F, '?' as %%3F, '#' as %%23)")
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
@@ -76,6 +167,9 @@ func parseURL(raw string) (*config, error) {
 		if q.Has(name) {
 			return nil, invalid("parameter %s is not accepted: %s", name, why)
 		}
+	}
+	if err := checkRanges(q); err != nil {
+		return nil, err
 	}
 	for _, name := range ownParams {
 		if len(q[name]) > 1 {
@@ -118,10 +212,18 @@ func (c *config) singleOptions(u *url.URL, user *url.Userinfo, q url.Values) err
 	if strings.Contains(u.Host, ",") {
 		return invalid("%s:// names one server; for several, use redis+cluster://", c.scheme)
 	}
+	if err := checkHosts([]string{u.Host}); err != nil {
+		return err
+	}
 	if db := strings.Trim(u.Path, "/"); db != "" {
 		n, err := strconv.Atoi(db)
 		if err != nil || n < 0 || strings.Contains(db, "/") {
 			return invalid("bad database number %q in the path (want /0, /1, ...)", db)
+		}
+		for _, s := range q["db"] {
+			if m, _ := strconv.Atoi(s); m != n {
+				return invalid("the path selects database %d and the parameter db=%s another: give one", n, s)
+			}
 		}
 	}
 	r := url.URL{Scheme: c.scheme, User: user, Host: u.Host, Path: u.Path, RawQuery: q.Encode()}
@@ -155,6 +257,9 @@ func (c *config) clusterOptions(u *url.URL, user *url.Userinfo, q url.Values) er
 			return invalid("empty address in the host list %q", u.Host)
 		}
 	}
+	if err := checkHosts(append(hosts, q["addr"]...)); err != nil {
+		return err
+	}
 	for _, h := range hosts[1:] {
 		q.Add("addr", h)
 	}
@@ -172,4 +277,57 @@ func (c *config) clusterOptions(u *url.URL, user *url.Userinfo, q url.Values) er
 	c.dialTimeout = o.DialTimeout
 	c.cluster = o
 	return nil
+}
+
+// unescapedUserInfo reports whether raw's user name or password holds a
+// '/', '?' or '#' a URL must percent-encode: url.Parse would end the
+// authority inside the password and put the rest of it in the path, the
+// query or the fragment, and so in error messages. state's redactURL
+// finds the user info the same way (userInfoAt there).
+func unescapedUserInfo(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return false
+	}
+	end := strings.IndexAny(rest, "/?#")
+	return end >= 0 && userInfoAt(rest) > end
+}
+
+// userInfoAt returns the index in rest, a URL after its "://", of the '@'
+// that ends its user info, or -1 for none: url.Parse's (the last '@'
+// before the first '/', '?' or '#'), or else the last '@' after them that
+// is not in a query parameter's value (client_name=a@b).
+func userInfoAt(rest string) int {
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		return strings.LastIndex(rest, "@")
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return at
+	}
+	at := -1
+	for i := end; i < len(rest); i++ {
+		if rest[i] == '@' && !inQueryValue(rest[end:i]) {
+			at = i
+		}
+	}
+	return at
+}
+
+// inQueryValue reports whether the text before an '@' (from the end of
+// the authority) ends inside a query parameter's value: after a '?', in
+// a name=value pair, with no '/' or '#' since the '?'.
+func inQueryValue(before string) bool {
+	q := strings.LastIndex(before, "?")
+	if q < 0 {
+		return false
+	}
+	seg := before[q+1:]
+	if strings.ContainsAny(seg, "/#") {
+		return false
+	}
+	if amp := strings.LastIndex(seg, "&"); amp >= 0 {
+		seg = seg[amp+1:]
+	}
+	return strings.Contains(seg, "=")
 }

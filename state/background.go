@@ -42,7 +42,7 @@ func (b *background) start(db *DB) {
 		})
 	}
 	if d := db.cfg.flushInterval; d > 0 {
-		b.every(db, "flusher", d, func() { _ = db.Flush(context.Background()) })
+		b.every(db, "flusher", d, db.backgroundFlush)
 	}
 	if db.remote != nil {
 		return // no file to checkpoint
@@ -74,7 +74,8 @@ func (b *background) spawn(db *DB, name string, fn func()) {
 
 // every calls fn every d of the clock until stop. Errors are not lost: a
 // fatal one ends the handle and the next call reports it; a busy flush
-// keeps its deltas.
+// keeps its deltas; any other error of a flush is kept for the next Flush
+// or Close to return (backgroundFlush).
 func (b *background) every(db *DB, name string, d time.Duration, fn func()) {
 	b.spawn(db, name, func() {
 		for b.sleep(db, d) {

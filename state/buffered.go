@@ -19,6 +19,15 @@ type buffer struct {
 	mu     sync.Mutex
 	deltas map[string]int64
 	closed bool
+	// turn is held by the flush that takes deltas from the buffer until
+	// they are written, put back or reported: one flush at a time, so a
+	// Flush waits for a background flush in flight (flushturn.go).
+	turn chan struct{}
+	// lost are the errors of background flushes that did not put their
+	// deltas back, for the next Flush or Close to return; lostMore
+	// counts those past maxLost.
+	lost     []error
+	lostMore int
 }
 
 // IncrBuffered adds delta to key in memory only. The sum reaches the file at
@@ -94,6 +103,14 @@ func (b *buffer) restore(d map[string]int64, overwrite bool) {
 // cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
 // buffer for the next flush; after an I/O error they are lost with the handle.
 // Flush returns ErrClosed after Close.
+//
+// Flush first waits for a background flush in flight (or until ctx ends),
+// so when it returns nil every increment buffered before the call is
+// written. It also returns, once, the errors of background flushes since
+// the last Flush that did not keep their deltas for the next flush: a
+// *FlushError for dropped keys, ErrOutcomeUnknown for a flush to a remote
+// store whose answer was lost (its deltas are not sent again, which could
+// count them twice), each naming the keys and deltas.
 func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed)
@@ -101,7 +118,15 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.dead.Load() {
 		return db.named("flush", "", db.failedEarlier())
 	}
-	return db.named("flush", "", db.flushTaken(ctx, db.buf.take(), true))
+	if err := db.takeTurn(ctx); err != nil {
+		return db.named("flush", "", err)
+	}
+	defer db.giveTurn()
+	if db.buf.isClosed() {
+		return db.named("flush", "", ErrClosed) // Close ran while Flush waited
+	}
+	earlier := db.buf.takeLost()
+	return db.named("flush", "", joinErrors(earlier, db.flushTaken(ctx, db.buf.take(), true)))
 }
 
 // failedEarlier is the error for a call on a handle that failed, read

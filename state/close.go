@@ -23,11 +23,10 @@ func (db *DB) Close() error {
 		return db.closeRemote()
 	}
 	db.bg.stop(db)
-	d, open := db.buf.close()
+	d, lostErr, flushErr, open := db.lastFlush()
 	if !open {
 		return db.named("close", "", ErrClosed)
 	}
-	flushErr := db.flushTaken(context.Background(), d, false)
 	start := db.cfg.clock.Monotonic()
 	db.lock()
 	defer db.unlock()
@@ -46,25 +45,33 @@ func (db *DB) Close() error {
 		db.closeFailed() // not without locks: others may be writing the file (locklost.go)
 	}
 	foldErr := db.foldHWM(context.Background())
-	return db.closeError(d, damageErr, flushErr, foldErr, db.releaseHandle())
+	return db.closeError(d, damageErr, lostErr, flushErr, foldErr, db.releaseHandle())
 }
 
-// closeError makes Close's one error out of what failed: the flush of the
-// buffered deltas d, the fold of the time mark, the closing of the
-// connections, and damage another program did to the files (walcheck.go).
-// Each part is a line's worth, joined on one line.
-func (db *DB) closeError(d map[string]int64, damageErr, flushErr, foldErr, releaseErr error) error {
+// closeError makes Close's one error out of what failed: background
+// flushes not reported yet (lostErr), the flush of the buffered deltas d,
+// the fold of the time mark, the closing of the connections, and damage
+// another program did to the files (walcheck.go). Each part is a line's
+// worth, joined on one line.
+func (db *DB) closeError(d map[string]int64, damageErr, lostErr, flushErr, foldErr, releaseErr error) error {
 	var msgs []string
 	var errs []error
 	if damageErr != nil {
 		msgs = append(msgs, fmt.Sprintf("%v; the WAL was left as it is, not copied into the file", damageErr))
 		errs = append(errs, damageErr)
 	}
+	if lostErr != nil {
+		msgs = append(msgs, lostErr.Error())
+		errs = append(errs, lostErr)
+	}
 	var fe *FlushError
 	switch {
 	case flushErr == nil:
 	case errors.As(flushErr, &fe):
 		msgs = append(msgs, flushErr.Error())
+		errs = append(errs, flushErr)
+	case errors.Is(flushErr, ErrOutcomeUnknown):
+		msgs = append(msgs, fmt.Sprintf("buffered increments may or may not have been written (%s), and are not sent again, which could count them twice: %v", deltasText(d), flushErr))
 		errs = append(errs, flushErr)
 	default:
 		msgs = append(msgs, fmt.Sprintf("buffered increments not written (%s): %v", deltasText(d), flushErr))

@@ -114,8 +114,9 @@ var (
 	ErrOutcomeUnknown = errors.New("statekit: outcome unknown")
 	// ErrNotDurable is returned by Lease on a store that may lose an
 	// acknowledged write (a Redis server without appendonly yes and
-	// appendfsync always): there, a restart could hand a fencing token
-	// out twice. The URL's allow_unsafe_leases=true parameter opts out.
+	// appendfsync always, or one that evicts keys to make room): there, a
+	// restart or an eviction could hand a fencing token out twice. The
+	// URL's allow_unsafe_leases=true parameter opts out.
 	ErrNotDurable = errors.New("statekit: store does not keep every acknowledged write")
 )
 

@@ -86,5 +86,5 @@ func (db *DB) ttl(ctx context.Context, now int64, key string) (time.Duration, er
 	if !at.Valid {
 		return NoExpiry, nil
 	}
-	return time.Duration(at.Int64-now) * time.Millisecond, nil
+	return millisDuration(at.Int64 - now), nil
 }

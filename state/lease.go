@@ -237,7 +237,7 @@ func (db *DB) leaseHeld(ctx context.Context, now int64, name, requester string) 
 		return nil
 	}
 	return &LeaseHeldError{Name: name, Owner: owner, Expires: time.UnixMilli(at),
-		Left: time.Duration(at-now) * time.Millisecond}
+		Left: millisDuration(at - now)}
 }
 
 func (db *DB) renew(ctx context.Context, now int64, l *Lease, ttl int64) error {

@@ -113,7 +113,7 @@ func (db *DB) leasePage(ctx context.Context, after string, free bool, now int64)
 		}
 		if at != 0 {
 			l.Expires = time.UnixMilli(at)
-			l.Left = time.Duration(at-now) * time.Millisecond
+			l.Left = millisDuration(at - now)
 		}
 		page = append(page, l)
 	}

@@ -73,7 +73,7 @@ func (db *DB) bugLeaseTwoStatements(ctx context.Context, now int64, name, owner 
 		return nil, classify(ctx, err)
 	case at > now && cur != owner:
 		return nil, &LeaseHeldError{Name: name, Owner: cur, Expires: time.UnixMilli(at),
-			Left: time.Duration(at-now) * time.Millisecond}
+			Left: millisDuration(at - now)}
 	case at <= now:
 		token++
 	}

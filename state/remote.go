@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -102,27 +103,68 @@ func urlScheme(path string) string {
 // redactURL returns the URL with its password replaced, for errors and
 // Path. It works on the text, so a URL that does not parse is redacted
 // too, and so is a lone user name, which redis-cli reads as the password
-// (redis://secret@host).
+// (redis://secret@host), a password holding a '/', '?' or '#' a URL must
+// escape (userInfoAt), and a password= query parameter's value.
 func redactURL(raw string) string {
 	i := strings.Index(raw, "://")
 	if i < 0 {
 		return raw
 	}
 	rest := raw[i+3:]
+	if at := userInfoAt(rest); at >= 0 {
+		user, _, hasPass := strings.Cut(rest[:at], ":")
+		info := "xxxxx"
+		if hasPass {
+			info = user + ":xxxxx"
+		}
+		rest = info + rest[at:]
+	}
+	return raw[:i+3] + passwordParam.ReplaceAllString(rest, "${1}xxxxx")
+}
+
+// passwordParam matches a query parameter that names a password, and its
+// value.
+var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#]*`)
+
+// userInfoAt returns the index in rest, a URL after its "://", of the '@'
+// that ends its user info, or -1 for none: url.Parse's (the last '@'
+// before the first '/', '?' or '#'), or else, for a password holding one
+// of those unescaped, the last '@' after them that is not in a query
+// parameter's value (client_name=a@b). redisstate refuses such a URL,
+// finding its user info the same way.
+func userInfoAt(rest string) int {
 	end := strings.IndexAny(rest, "/?#")
 	if end < 0 {
-		end = len(rest)
+		return strings.LastIndex(rest, "@")
 	}
-	at := strings.LastIndex(rest[:end], "@")
-	if at < 0 {
-		return raw
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return at
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	info := "xxxxx"
-	if hasPass {
-		info = user + ":xxxxx"
+	at := -1
+	for i := end; i < len(rest); i++ {
+		if rest[i] == '@' && !inQueryValue(rest[end:i]) {
+			at = i
+		}
 	}
-	return raw[:i+3] + info + rest[at:]
+	return at
+}
+
+// inQueryValue reports whether the text before an '@' (from the end of
+// the authority) ends inside a query parameter's value: after a '?', in
+// a name=value pair, with no '/' or '#' since the '?'.
+func inQueryValue(before string) bool {
+	q := strings.LastIndex(before, "?")
+	if q < 0 {
+		return false
+	}
+	seg := before[q+1:]
+	if strings.ContainsAny(seg, "/#") {
+		return false
+	}
+	if amp := strings.LastIndex(seg, "&"); amp >= 0 {
+		seg = seg[amp+1:]
+	}
+	return strings.Contains(seg, "=")
 }
 
 // openRemote opens a URL through the backend registered for its scheme.
@@ -288,11 +330,10 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 // closeRemote is Close on a remote store: the last flush, then the client.
 func (db *DB) closeRemote() error {
 	db.bg.stop(db)
-	d, open := db.buf.close()
+	d, lostErr, flushErr, open := db.lastFlush() // before rclosed, which refuses it
 	if !open {
 		return db.named("close", "", ErrClosed)
 	}
-	flushErr := db.flushTaken(context.Background(), d, false) // before rclosed, which refuses it
 	db.rclosed.Store(true)
-	return db.closeError(d, nil, flushErr, nil, db.remote.Close())
+	return db.closeError(d, nil, lostErr, flushErr, nil, db.remote.Close())
 }

@@ -108,7 +108,7 @@ func (r rawKey) info(now int64) (KeyInfo, error) {
 	k := KeyInfo{Key: r.key, Value: v, Left: NoExpiry}
 	if r.expires.Valid {
 		k.Expires = time.UnixMilli(r.expires.Int64)
-		k.Left = time.Duration(r.expires.Int64-now) * time.Millisecond
+		k.Left = millisDuration(r.expires.Int64 - now)
 		k.Expired = r.expires.Int64 <= now
 	}
 	return k, nil

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -170,4 +171,19 @@ func ttlMillis(d time.Duration) (int64, error) {
 		ms++
 	}
 	return ms, nil
+}
+
+// millisDuration converts a count of milliseconds (a deadline minus now) to
+// a Duration, clamped to the Duration range: a TTL of up to
+// time.Duration(math.MaxInt64), rounded up to whole milliseconds, is
+// stored, and its ms times a million would not fit.
+func millisDuration(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > most:
+		return time.Duration(math.MaxInt64)
+	case ms < -most:
+		return time.Duration(math.MinInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }

@@ -1,0 +1,98 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/internal/hooks"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowFirstFlush is a flush observer that holds the first flush, after it
+// took the deltas from the buffer and before it writes them, for hold.
+type slowFirstFlush struct {
+	once    sync.Once
+	entered chan struct{}
+	hold    time.Duration
+}
+
+// Flushing holds the first flush.
+func (o *slowFirstFlush) Flushing(map[string]int64) (func(int64), func(int64, error, bool)) {
+	o.once.Do(func() {
+		close(o.entered)
+		time.Sleep(o.hold)
+	})
+	return nil, nil
+}
+
+// Flush waits for a background flush in flight: when it returns nil, every
+// increment buffered before the call is written, though the background
+// flush had taken them from the buffer.
+func TestFlushWaitsForTheBackgroundFlush(t *testing.T) {
+	obs := &slowFirstFlush{entered: make(chan struct{}), hold: 300 * time.Millisecond}
+	db, err := state.Open(filepath.Join(t.TempDir(), "f.state"), state.WithFlushInterval(5*time.Millisecond),
+		hooks.Option(hooks.Engine{Flushes: obs}).(state.Option))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	ctx := context.Background()
+	require.NoError(t, db.IncrBuffered("n", 5))
+	<-obs.entered // the background flush took the delta
+	require.NoError(t, db.Flush(ctx))
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err, "Flush returned nil before the delta was written")
+	assert.Equal(t, "5", v.String())
+
+	// A Flush whose context ends while it waits says so.
+	obs2 := &slowFirstFlush{entered: make(chan struct{}), hold: 300 * time.Millisecond}
+	db2, err := state.Open(filepath.Join(t.TempDir(), "g.state"), state.WithFlushInterval(5*time.Millisecond),
+		hooks.Option(hooks.Engine{Flushes: obs2}).(state.Option))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db2.Close() })
+	require.NoError(t, db2.IncrBuffered("n", 5))
+	<-obs2.entered
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, db2.Flush(short), context.DeadlineExceeded)
+}
+
+// A background flush's error reaches the program: a key whose delta it
+// dropped is named by the next Flush, once, and one that no Flush
+// reported is named by Close.
+func TestBackgroundFlushErrorsAreReported(t *testing.T) {
+	ctx := context.Background()
+	open := func() *state.DB {
+		db, err := state.Open(filepath.Join(t.TempDir(), "f.state"), state.WithFlushInterval(5*time.Millisecond))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		require.NoError(t, db.Set(ctx, "b", "bytes"))
+		require.NoError(t, db.IncrBuffered("b", 1))
+		require.NoError(t, db.IncrBuffered("n", 2))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if v, err := db.Get(ctx, "n"); err == nil && v.String() == "2" {
+				return db
+			}
+			require.True(t, time.Now().Before(deadline), "no background flush")
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	db := open()
+	err := db.Flush(ctx)
+	var fe *state.FlushError
+	require.True(t, errors.As(err, &fe), "the next Flush reports the background flush's dropped key: %v", err)
+	assert.ErrorIs(t, fe.Dropped["b"], state.ErrNotInteger)
+	assert.Contains(t, err.Error(), "background flush")
+	require.NoError(t, db.Flush(ctx), "reported once")
+	require.NoError(t, db.Close())
+
+	db = open()
+	err = db.Close()
+	require.ErrorIs(t, err, state.ErrNotInteger, "Close reports what no Flush did")
+	assert.Contains(t, err.Error(), `"b"`)
+}
