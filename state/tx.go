@@ -58,7 +58,9 @@ func (tx *Tx) rolledBack() {
 //
 // On a store opened from a URL (redis://), Update is optimistic: it
 // watches what fn reads and commits what fn wrote only if none of it
-// changed meanwhile, else runs fn again. So fn may run more than once and
+// changed meanwhile, else runs fn again; fn's error, or a callback that
+// wrote nothing, is taken only if what fn read held still too, so fn never
+// answers from reads no single moment of the store gave. So fn may run more than once and
 // must keep side effects out; after 32 attempts that all conflicted,
 // Update returns ErrBusy. The commit is one MULTI/EXEC: if the connection
 // fails around it, Update returns ErrOutcomeUnknown.
