@@ -28,6 +28,7 @@ func TestBackgroundFlushLostAnswerIsReported(t *testing.T) {
 	srv.Resume()
 	err := db.Flush(ctx)
 	require.ErrorIs(t, err, state.ErrOutcomeUnknown, "the background flush's lost answer")
+	assert.ErrorIs(t, err, state.ErrBackgroundFlush, "marked as an earlier background flush's")
 	assert.Contains(t, err.Error(), `"hits" +10`)
 	assert.Contains(t, err.Error(), "background flush")
 	require.NoError(t, db.Flush(ctx), "reported once")

@@ -81,7 +81,10 @@ func (s *store) attempt(ctx context.Context, fn func(tx any) error, ahead *[]str
 		if cerr := t.checkWatches(); errors.Is(cerr, errRetry) {
 			return cerr
 		} else if cerr != nil {
-			return fmt.Errorf("%w (and whether what it read changed meanwhile is unknown: %w)", err, cerr)
+			// What fn read may not have held at one moment, so its
+			// answer is not given: the check's own failure is (nothing
+			// was written).
+			return fmt.Errorf("%w (the callback's error, %v, is not returned: whether what it read held still is unknown)", cerr, err)
 		}
 		// fn's answers hold at now: the check of an aborted
 		// transaction reads them at that time too.

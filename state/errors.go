@@ -112,6 +112,11 @@ var (
 	// have applied it. A retry of Set, Del, CAS or a lease call by the same
 	// owner is safe; a retry of Incr may count twice.
 	ErrOutcomeUnknown = errors.New("statekit: outcome unknown")
+	// ErrBackgroundFlush marks, in what Flush or Close returns, the error
+	// of an earlier background flush of IncrBuffered's deltas, which had no
+	// caller to return it to: it names the keys and deltas it dropped, or
+	// whose outcome is unknown. It says nothing of the call's own flush.
+	ErrBackgroundFlush = errors.New("statekit: a background flush")
 	// ErrNotDurable is returned by Lease on a store that may lose an
 	// acknowledged write (a Redis server without appendonly yes and
 	// appendfsync always, or one that evicts keys to make room): there, a

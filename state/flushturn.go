@@ -111,11 +111,11 @@ func lostFlushError(d map[string]int64, err error) error {
 	var fe *FlushError
 	switch {
 	case errors.As(err, &fe):
-		return fmt.Errorf("a background flush: %w", err) // it names the dropped keys; the others were written
+		return fmt.Errorf("%w: %w", ErrBackgroundFlush, err) // it names the dropped keys; the others were written
 	case errors.Is(err, ErrOutcomeUnknown):
-		return fmt.Errorf("a background flush of %s may or may not have been written, and was not sent again, which could count it twice: %w", deltasText(d), err)
+		return fmt.Errorf("%w of %s may or may not have been written, and was not sent again, which could count it twice: %w", ErrBackgroundFlush, deltasText(d), err)
 	}
-	return fmt.Errorf("a background flush of %s failed: %w", deltasText(d), err)
+	return fmt.Errorf("%w of %s failed: %w", ErrBackgroundFlush, deltasText(d), err)
 }
 
 // keepLost keeps a background flush's error for the next Flush or Close.

@@ -88,11 +88,13 @@ func TestBackgroundFlushErrorsAreReported(t *testing.T) {
 	require.True(t, errors.As(err, &fe), "the next Flush reports the background flush's dropped key: %v", err)
 	assert.ErrorIs(t, fe.Dropped["b"], state.ErrNotInteger)
 	assert.Contains(t, err.Error(), "background flush")
+	assert.ErrorIs(t, err, state.ErrBackgroundFlush, "marked as an earlier background flush's")
 	require.NoError(t, db.Flush(ctx), "reported once")
 	require.NoError(t, db.Close())
 
 	db = open()
 	err = db.Close()
 	require.ErrorIs(t, err, state.ErrNotInteger, "Close reports what no Flush did")
+	assert.ErrorIs(t, err, state.ErrBackgroundFlush)
 	assert.Contains(t, err.Error(), `"b"`)
 }

@@ -190,7 +190,7 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	go w.progress(stdout, done)
 	wg.Wait()
 	close(done)
-	return errors.Join(errors.Join(errs...), withoutFlushErrors(w.db.Close()), w.res.close())
+	return errors.Join(errors.Join(errs...), withoutFlushErrors(ownFlushError(w.db.Close())), w.res.close())
 }
 
 // remoteOpenWait bounds how long a worker on Redis keeps trying to open
@@ -234,6 +234,30 @@ func withoutFlushErrors(err error) error {
 		return nil
 	}
 	return err
+}
+
+// ownFlushError drops from what Flush or Close returned the errors of
+// earlier background flushes (state.ErrBackgroundFlush): the flush
+// recorder journalled those flushes, and their outcomes, when they ran.
+// What is left is the call's own.
+func ownFlushError(err error) error {
+	if !errors.Is(err, state.ErrBackgroundFlush) {
+		return err
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		j, ok := e.(interface{ Unwrap() []error })
+		if !ok {
+			continue
+		}
+		var rest []error
+		for _, x := range j.Unwrap() {
+			if !errors.Is(x, state.ErrBackgroundFlush) {
+				rest = append(rest, ownFlushError(x))
+			}
+		}
+		return errors.Join(rest...)
+	}
+	return nil // background flushes' errors only
 }
 
 // progress prints the calls made, one number a line, whenever it changed,
@@ -403,7 +427,7 @@ func (c *caller) buffer() error {
 	}
 	var fe *state.FlushError
 	call := monotonicNanos()
-	err := c.w.db.Flush(c.w.ctx)
+	err := ownFlushError(c.w.db.Flush(c.w.ctx))
 	switch {
 	case err == nil, errors.As(err, &fe):
 		return nil

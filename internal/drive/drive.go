@@ -89,7 +89,9 @@ func runUpdate(ctx context.Context, db *state.DB, in model.Input) Result {
 	var subs []model.Output
 	var kind model.ErrKind
 	err := db.Update(ctx, func(tx *state.Tx) error {
-		subs = subs[:0]
+		// On a store opened from a URL the callback may run again: only
+		// the last run's answers count.
+		subs, kind = subs[:0], model.ErrNone
 		for _, op := range in.Ops {
 			out, err := one(tx, op)
 			if err != nil {
