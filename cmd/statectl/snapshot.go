@@ -69,7 +69,11 @@ func openSnapshot(path string) (*state.DB, error) {
 	}
 	dir, err := os.MkdirTemp("", "statectl-")
 	if err != nil {
-		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
+		var n int64
+		if fi, serr := os.Stat(path); serr == nil {
+			n = fi.Size()
+		}
+		return nil, &tmpError{path: path, size: n, err: err}
 	}
 	cp := filepath.Join(dir, filepath.Base(path))
 	db, err := copyAndOpen(path, cp)
@@ -86,6 +90,10 @@ func openSnapshot(path string) (*state.DB, error) {
 // opens cp read-only.
 func copyAndOpen(path, cp string) (*state.DB, error) {
 	copied, err := hashFile(path, cp)
+	var te *tmpError
+	if errors.As(err, &te) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
 	}
@@ -115,8 +123,28 @@ func (e *copyError) Error() string { return strings.ReplaceAll(e.err.Error(), e.
 // Unwrap returns the error of opening the copy.
 func (e *copyError) Unwrap() error { return e.err }
 
+// tmpError is a failure to make the private copy of path in $TMPDIR
+// (missing, not writable, full): an error of the directory the copy goes
+// in, which messages must not report as the file's own.
+type tmpError struct {
+	path string
+	size int64 // the room the copy needs
+	err  error
+}
+
+func (e *tmpError) Error() string {
+	cause := e.err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err // the copy's own path means nothing to the user
+	}
+	return fmt.Sprintf("%s: cannot make the private copy it is read from in %s: %v; "+
+		"set TMPDIR to a directory with room for %s", e.path, os.TempDir(), cause, size(e.size))
+}
+
 // hashFile returns the SHA-256 of the file at path, copying it to a new
-// file cp (mode 0600) on the way unless cp is empty.
+// file cp (mode 0600) on the way unless cp is empty. A failure to write
+// the copy is a *tmpError.
 func hashFile(path, cp string) (sum [sha256.Size]byte, err error) {
 	src, err := os.Open(path)
 	if err != nil {
@@ -126,22 +154,47 @@ func hashFile(path, cp string) (sum [sha256.Size]byte, err error) {
 	h := sha256.New()
 	var w io.Writer = h
 	if cp != "" {
-		dst, err := os.OpenFile(cp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return sum, err
+		var n int64
+		if fi, err := src.Stat(); err == nil {
+			n = fi.Size()
+		}
+		dst, oerr := os.OpenFile(cp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if oerr != nil {
+			return sum, &tmpError{path: path, size: n, err: oerr}
 		}
 		defer func() {
-			if cerr := dst.Close(); err == nil {
-				err = cerr
+			if cerr := dst.Close(); cerr != nil && err == nil {
+				err = &tmpError{path: path, size: n, err: cerr}
 			}
 		}()
-		w = io.MultiWriter(h, dst)
+		cw := &copyWriter{w: dst}
+		w = io.MultiWriter(h, cw)
+		defer func() {
+			if cw.err != nil {
+				err = &tmpError{path: path, size: n, err: cw.err}
+			}
+		}()
 	}
 	if _, err := io.Copy(w, src); err != nil {
 		return sum, err
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, nil
+}
+
+// copyWriter writes the copy and keeps its first error, to tell a copy
+// that could not be written from a file that could not be read.
+type copyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *copyWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // removeSnapshot removes the private copy db was opened on, if any.
