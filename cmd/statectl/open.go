@@ -84,6 +84,10 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, exit(exitError, "%s: cannot create it: no such directory", shown(path))
 	}
+	if errors.Is(err, state.ErrBusy) {
+		// SQLite's own words at the open: "database is locked (5)".
+		return nil, &exitErr{code: exitError, msg: busyMessage(path), cause: err}
+	}
 	if err != nil {
 		return nil, fileError(path, err)
 	}
