@@ -55,3 +55,37 @@ func TestWritesItCannotMakeCreateNothingBeside(t *testing.T) {
 	_, errOut, code := runStatectl(t, statectl, tmp, appUID, "set", path, "k", "again")
 	assert.Equal(t, 0, code, "the application writes after the others' writes: %s", errOut)
 }
+
+// TestWritesInADirectoryItCannotWriteSayWhy: the user may write the state
+// file but not its directory, where SQLite must create the -wal and -shm
+// files it writes a WAL file with. A write command fails saying so, not
+// just "permission denied" of a file the user may write, and creates
+// nothing. As root the writer runs as nobody; otherwise the directory is
+// made read-only.
+func TestWritesInADirectoryItCannotWriteSayWhy(t *testing.T) {
+	uid := -1
+	if os.Geteuid() == 0 {
+		uid = 65534
+	}
+	base := publicTempDir(t)
+	data := filepath.Join(base, "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	t.Cleanup(func() { os.Chmod(data, 0o755) })
+	path := filepath.Join(data, "app.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	require.NoError(t, db.Set(context.Background(), "k", "hello"))
+	require.NoError(t, db.Close())
+	if uid >= 0 {
+		require.NoError(t, os.Chown(path, uid, uid))
+	} else {
+		require.NoError(t, os.Chmod(data, 0o555))
+	}
+	statectl := statectlCopy(t)
+
+	_, errOut, code := runStatectl(t, statectl, t.TempDir(), uid, "set", path, "k", "v")
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "cannot create the -wal and -shm files")
+	assert.Contains(t, errOut, "access "+data+": permission denied")
+	assertNothingBeside(t, path, []string{"set"})
+}
