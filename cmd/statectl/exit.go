@@ -64,7 +64,9 @@ func fileMessage(path string, err error) string {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return path + ": no such file"
-	case errors.Is(err, fs.ErrPermission):
+	case errors.Is(err, fs.ErrPermission) && !errors.Is(err, state.ErrReadOnly):
+		// (The library's ErrReadOnly says which files SQLite could not
+		// create, and where: the file itself may be writable.)
 		return path + ": permission denied"
 	}
 	msg := oneLine(unprefix(uncopied(err.Error())))

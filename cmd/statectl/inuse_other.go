@@ -2,6 +2,6 @@
 
 package main
 
-// unusedEmptyWAL reports false: whether another process has the file open
-// is asked on unix only.
-func unusedEmptyWAL(string) bool { return false }
+// unusedWAL reports false: whether another process has the file open is
+// asked on unix only.
+func unusedWAL(string) bool { return false }

@@ -15,14 +15,15 @@ import (
 // UNIX_SHM_DMS).
 const shmDMSOffset = 128
 
-// unusedEmptyWAL reports whether path's -wal file is empty and no process
-// has the file open: no lock on the -shm file's deadman-switch byte (or no
-// -shm file). Such a -wal holds no commit: every one is in the file itself.
-// An Open that failed (on a full disk, say) leaves an empty -wal behind.
-// The -shm is opened to read and closed: this process holds no lock on it.
-func unusedEmptyWAL(path string) bool {
+// unusedWAL reports whether path's -wal file is a regular file and no
+// process has path open: no lock on the -shm file's deadman-switch byte
+// (or no -shm file). Every commit is then in the file and its -wal. A
+// writer that crashed leaves a -wal so, and an Open that failed (on a full
+// disk, say) an empty one. The -shm is opened to read and closed: this
+// process holds no lock on it.
+func unusedWAL(path string) bool {
 	fi, err := os.Lstat(path + "-wal")
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	shm, err := os.Open(path + "-shm")

@@ -77,9 +77,16 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	if err := regularFile(path); err != nil {
 		return nil, err
 	}
+	if err := writableFile(path); err != nil {
+		return nil, err
+	}
 	db, err := state.Open(path, append([]state.Option{state.WithoutBackground()}, opts...)...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, exit(exitError, "%s: cannot create it: no such directory", shown(path))
+	}
+	if errors.Is(err, state.ErrBusy) {
+		// SQLite's own words at the open: "database is locked (5)".
+		return nil, &exitErr{code: exitError, msg: busyMessage(path), cause: err}
 	}
 	if err != nil {
 		return nil, fileError(path, err)
@@ -129,6 +136,21 @@ func regularFile(path string) error {
 		return exit(exitError, "%s: not a regular file", shown(path))
 	}
 	return nil
+}
+
+// writableFile refuses a path that exists and that this user may not
+// write. SQLite would open it read-only, create its -wal and -shm files
+// (owned by this user, with the file's mode) and fail only at the first
+// write, leaving them behind: the file's owner could no longer open it.
+func writableFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // a write command creates it
+	}
+	return fileError(path, err)
 }
 
 // isURL reports whether path names a store on a server (redis://...)

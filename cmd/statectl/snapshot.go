@@ -19,15 +19,15 @@ import (
 // or on a full disk it cannot, and elsewhere the files it creates belong
 // to the reader, with the main file's mode, and can stop the file's owner
 // from writing it. When path has no -wal file, no process has it open (the
-// last to close removes it) and every commit is in the file itself; so too
-// when its -wal is empty and no process holds the -shm's lock (an Open
-// that failed on a full disk leaves them so). Then a copy in a private
-// directory, made while the file stood still, reads exactly as the file
-// would: the state of the last commit before the -wal was looked at. The
-// file is read twice, into the copy and again; if the two differ a writer
-// came meanwhile (and checkpointed into it), and the copy is thrown away
-// rather than read mixed: openRead looks again, and finds the writer's
-// -wal to read beside.
+// last to close removes it) and every commit is in the file itself; when
+// its -wal is there but no process holds the -shm's lock (a writer that
+// crashed, an Open that failed on a full disk) every commit is in the file
+// and its -wal. Then a copy of both in a private directory, made while
+// they stood still, reads exactly as the file would: the state of the last
+// commit before the -wal was looked at. The files are read twice, into the
+// copy and again; if the two differ a writer came meanwhile, and the copy
+// is thrown away rather than read mixed: openRead looks again, and finds
+// the writer's -wal to read beside.
 
 // snapshots holds the private directory of each DB opened on a copy, for
 // closeDB to remove.
@@ -47,29 +47,34 @@ var errChanged = errors.New("it changed while statectl copied it to read without
 // changing while it is copied.
 const copyTries = 3
 
-// hasLiveWAL reports whether path has a -wal file that is not empty or
-// that a process may be using: one whose commits a copy of the file alone
-// would miss. The -wal is looked for beside the file a symbolic link
+// walPath is the -wal file of path, beside the file a symbolic link
 // names, where SQLite puts it.
-func hasLiveWAL(path string) bool {
+func walPath(path string) string {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	_, err := os.Lstat(path + "-wal")
-	return !errors.Is(err, fs.ErrNotExist) && !unusedEmptyWAL(path)
+	return path + "-wal"
 }
 
-// openSnapshot opens a private copy of path read-only. It returns
-// errNoSnapshot when path has a live -wal file (hasLiveWAL), errChanged
-// when the file changed while it was copied, and an error naming the cause
-// when the copy cannot be made.
+// hasLiveWAL reports whether path has a -wal file that a process may be
+// using: one a copy could catch half-written, or miss a commit of.
+func hasLiveWAL(path string) bool {
+	wal := walPath(path)
+	_, err := os.Lstat(wal)
+	return !errors.Is(err, fs.ErrNotExist) && !unusedWAL(strings.TrimSuffix(wal, "-wal"))
+}
+
+// openSnapshot opens a private copy of path (and of its -wal, if any)
+// read-only. It returns errNoSnapshot when path has a live -wal file
+// (hasLiveWAL), errChanged when the files changed while they were copied,
+// and an error naming the cause when the copy cannot be made.
 func openSnapshot(path string) (*state.DB, error) {
 	if hasLiveWAL(path) {
 		return nil, errNoSnapshot
 	}
 	dir, err := os.MkdirTemp("", "statectl-")
 	if err != nil {
-		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
+		return nil, &tmpError{path: path, size: copySize(path), err: err}
 	}
 	cp := filepath.Join(dir, filepath.Base(path))
 	db, err := copyAndOpen(path, cp)
@@ -82,14 +87,18 @@ func openSnapshot(path string) (*state.DB, error) {
 	return db, nil
 }
 
-// copyAndOpen copies path to cp, checks path did not change meanwhile, and
-// opens cp read-only.
+// copyAndOpen copies path and its -wal to cp and cp-wal, checks they did
+// not change meanwhile, and opens cp read-only.
 func copyAndOpen(path, cp string) (*state.DB, error) {
-	copied, err := hashFile(path, cp)
+	copied, err := hashFiles(path, cp)
+	var ce *copyWriteError
+	if errors.As(err, &ce) {
+		return nil, &tmpError{path: path, size: copySize(path), err: ce.err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
 	}
-	again, err := hashFile(path, "")
+	again, err := hashFiles(path, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
 	}
@@ -115,8 +124,64 @@ func (e *copyError) Error() string { return strings.ReplaceAll(e.err.Error(), e.
 // Unwrap returns the error of opening the copy.
 func (e *copyError) Unwrap() error { return e.err }
 
+// tmpError is a failure to make the private copy of path in $TMPDIR
+// (missing, not writable, full): an error of the directory the copy goes
+// in, which messages must not report as the file's own.
+type tmpError struct {
+	path string
+	size int64 // the room the copy needs
+	err  error
+}
+
+func (e *tmpError) Error() string {
+	cause := e.err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err // the copy's own path means nothing to the user
+	}
+	return fmt.Sprintf("%s: cannot make the private copy it is read from in %s: %v; "+
+		"set TMPDIR to a directory with room for %s", e.path, os.TempDir(), cause, size(e.size))
+}
+
+// copySize is the room a copy of path and its -wal takes.
+func copySize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, walPath(path)} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// copyWriteError is a failure to write the copy, not to read the file.
+type copyWriteError struct{ err error }
+
+func (e *copyWriteError) Error() string { return e.err.Error() }
+
+// hashFiles returns the SHA-256 of path and of its -wal (a zero sum when
+// there is none), copying them to new files cp and cp-wal on the way
+// unless cp is empty.
+func hashFiles(path, cp string) (sums [2][sha256.Size]byte, err error) {
+	if sums[0], err = hashFile(path, cp); err != nil {
+		return sums, err
+	}
+	walCopy := ""
+	if cp != "" {
+		walCopy = cp + "-wal"
+	}
+	sums[1], err = hashFile(walPath(path), walCopy)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No -wal, or the last writer's close removed it meanwhile: the
+		// second reading differs from the first then.
+		return sums, nil
+	}
+	return sums, err
+}
+
 // hashFile returns the SHA-256 of the file at path, copying it to a new
-// file cp (mode 0600) on the way unless cp is empty.
+// file cp (mode 0600) on the way unless cp is empty. A failure to write
+// the copy is a *copyWriteError.
 func hashFile(path, cp string) (sum [sha256.Size]byte, err error) {
 	src, err := os.Open(path)
 	if err != nil {
@@ -126,22 +191,42 @@ func hashFile(path, cp string) (sum [sha256.Size]byte, err error) {
 	h := sha256.New()
 	var w io.Writer = h
 	if cp != "" {
-		dst, err := os.OpenFile(cp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return sum, err
+		dst, oerr := os.OpenFile(cp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if oerr != nil {
+			return sum, &copyWriteError{err: oerr}
 		}
+		cw := &copyWriter{w: dst}
 		defer func() {
-			if cerr := dst.Close(); err == nil {
-				err = cerr
+			cerr := dst.Close()
+			switch {
+			case cw.err != nil:
+				err = &copyWriteError{err: cw.err}
+			case cerr != nil && err == nil:
+				err = &copyWriteError{err: cerr}
 			}
 		}()
-		w = io.MultiWriter(h, dst)
+		w = io.MultiWriter(h, cw)
 	}
 	if _, err := io.Copy(w, src); err != nil {
 		return sum, err
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, nil
+}
+
+// copyWriter writes the copy and keeps its first error, to tell a copy
+// that could not be written from a file that could not be read.
+type copyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *copyWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // removeSnapshot removes the private copy db was opened on, if any.
