@@ -229,6 +229,15 @@ func (db *DB) prepareFile(locks bool) error {
 	if err := oneByte(db.path, st.Size()); err != nil {
 		return errors.Join(err, db.releaseFile())
 	}
+	if !db.cfg.readOnly {
+		// A file this user may not write is refused before SQLite opens
+		// it: SQLite would open it for reading and create its -wal and
+		// -shm files, owned by this user, which the file's owner could
+		// then not open to write.
+		if perr := writeProbe(db.path); perr != nil {
+			return errors.Join(fmt.Errorf("open %s: %w", db.path, readOnlyError("cannot write it", perr)), db.releaseFile())
+		}
+	}
 	if !locks {
 		return nil
 	}
