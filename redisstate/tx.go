@@ -149,7 +149,12 @@ type tx struct {
 	// granted: a lease was granted; with wait_replicas the commit
 	// waits for the replicas (WAIT) before Update returns.
 	granted bool
-	asked   []string // Redis keys this attempt asked to read, in order, without repeats
+	// checked: a Lease checked the server's durability, when the store
+	// had opened durableGen connections; the commit checks again if it
+	// opened one since (recheckDurable).
+	checked    bool
+	durableGen uint64
+	asked      []string // Redis keys this attempt asked to read, in order, without repeats
 }
 
 // deadline is a deadline in the transaction: an absolute server time read
@@ -678,8 +683,12 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if err := t.s.checkDurable(t.ctx); err != nil {
+	gen, err := t.s.checkDurable(t.ctx)
+	if err != nil {
 		return nil, err
+	}
+	if !t.checked {
+		t.checked, t.durableGen = true, gen
 	}
 	ls, err := t.lease(name)
 	if err != nil {
@@ -756,6 +765,13 @@ func (t *tx) commit() error {
 	// The deadlines written are counted from the final now.
 	if err := t.ensureNow(); err != nil {
 		return err
+	}
+	if t.granted && t.checked {
+		// Before EXEC: a grant is refused, not sent, on a server that
+		// stopped keeping every write since the check.
+		if err := t.s.recheckDurable(t.ctx, t.durableGen); err != nil {
+			return err
+		}
 	}
 	cmds, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		for _, rkey := range t.order {
