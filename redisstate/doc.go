@@ -127,7 +127,8 @@
 // moves forward to that read when no answer given so far depends on the
 // exact now (a TTL of a deadline read from the server, a lease granted,
 // renewed or released, a LeaseHeldError) and every key read live is still
-// live then; otherwise the attempt starts over. Deadlines the
+// live then; otherwise the attempt starts over at once, reading the keys
+// the attempt before it read first. Deadlines the
 // transaction writes are counted from its final now. A key that expires
 // after it was read makes EXEC fail, as a write to it would. Writes are sent in one
 // MULTI/EXEC only when the callback returns nil. When a watched key changed

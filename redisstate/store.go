@@ -40,6 +40,10 @@ type store struct {
 
 	noExpireTime atomic.Bool // the server has no PEXPIRETIME (before Redis 7)
 
+	// txPause waits between two attempts of an Update: sleep, but in
+	// tests that count the pauses.
+	txPause func(ctx context.Context, d time.Duration) error
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -50,7 +54,7 @@ func open(raw string, _ backend.Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg}
+	s := &store{cfg: cfg, txPause: sleep}
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted

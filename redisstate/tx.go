@@ -27,6 +27,11 @@ const (
 // errRetry marks an attempt that must start over (a cluster slot moved).
 var errRetry = errors.New("statekit: retry the transaction")
 
+// errRetryNow is errRetry for an attempt whose answers no single server
+// time explains (tx.saw): no other writer is in the way, so the next
+// attempt, which reads its keys first (txprefetch.go), runs at once.
+var errRetryNow = fmt.Errorf("%w: its answers hold at no single server time", errRetry)
+
 // Update runs fn optimistically: reads WATCH their keys on a connection of
 // the transaction's own, writes wait in an overlay and are sent in one
 // MULTI/EXEC once fn returns nil. When a watched key changed meanwhile,
@@ -52,9 +57,12 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		if attempt == txAttempts {
 			return fmt.Errorf("%w: the transaction's keys kept changing under it: %d attempts conflicted with other writers", state.ErrBusy, txAttempts)
 		}
+		if errors.Is(err, errRetryNow) {
+			continue
+		}
 		pause := min(txBackoffMax, txBackoffMin<<min(attempt, 6))
 		pause = pause/2 + rand.N(pause/2+1)
-		if err := sleep(ctx, pause); err != nil {
+		if err := s.txPause(ctx, pause); err != nil {
 			return fmt.Errorf("statekit: %w", err)
 		}
 	}
@@ -336,7 +344,7 @@ func (t *tx) saw(at int64, absent bool) error {
 		t.now = at
 	case absent && at > t.now:
 		if t.pinned || t.minLive != 0 && t.minLive <= at {
-			return t.fail(errRetry)
+			return t.fail(errRetryNow)
 		}
 		t.now = at
 	}
