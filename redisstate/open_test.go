@@ -22,6 +22,7 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{base + "/abc", "database number"},
 		{base + "/-1", "database number"},
 		{base + "/0?prefix=a&prefix=b", "prefix"},
+		{base + "/0?pool_size=3&pool_size=4", "pool_size is given 2 times"},
 		{base + "/0?allow_unsafe_leases=maybe", "allow_unsafe_leases"},
 		{base + "/0?max_retries=3", "max_retries"},
 		{base + "/0?dial_timeout=soon", "dial_timeout"},
