@@ -127,7 +127,8 @@
 // moves forward to that read when no answer given so far depends on the
 // exact now (a TTL of a deadline read from the server, a lease granted,
 // renewed or released, a LeaseHeldError) and every key read live is still
-// live then; otherwise the attempt starts over. Deadlines the
+// live then; otherwise the attempt starts over at once, reading the keys
+// the attempt before it read first. Deadlines the
 // transaction writes are counted from its final now. A key that expires
 // after it was read makes EXEC fail, as a write to it would. Writes are sent in one
 // MULTI/EXEC only when the callback returns nil. When a watched key changed
@@ -157,12 +158,16 @@
 // lease to another owner. Lease (and a lease inside Update) therefore
 // checks, with CONFIG GET, that every server of the store has appendonly
 // yes, appendfsync always, and maxmemory 0 or maxmemory-policy noeviction,
-// once per handle, and otherwise fails with state.ErrNotDurable saying why
-// and how to opt out; where CONFIG is refused or renamed, it says the
-// durability cannot be verified. The URL parameter
+// and otherwise fails with state.ErrNotDurable saying why and how to opt
+// out; where CONFIG is refused or renamed, it says the durability cannot
+// be verified. A passed check holds until the store opens a connection: a
+// server restarted with appendonly no loaded no append-only file and would
+// grant token 1 again, so a grant sent over a connection opened since the
+// check is checked again (before EXEC in Update; after the script for
+// Lease, whose answer is then not given). The URL parameter
 // allow_unsafe_leases=true skips the check: tokens may then repeat after a
 // crash or an eviction. The check cannot see a server whose settings are
-// changed after it.
+// changed with CONFIG SET, without a restart, after it.
 //
 // The other verbs do not check: on a server that evicts, a key may vanish
 // before its deadline (with an allkeys-* policy any key, with a volatile-*

@@ -61,6 +61,15 @@ func (s *store) fail(ctx context.Context, err error, eff effect) error {
 func (s *store) replyError(err error) error {
 	msg := err.Error()
 	word, _, _ := strings.Cut(msg, " ")
+	if word == "EXECABORT" {
+		// A transaction Redis 7 discarded at EXEC names the refusal
+		// ("because of: BUSY ..."): an EXEC refused with nothing queued
+		// (an attempt's watch check) has no queued command's error to
+		// show it, as queuedErr finds for one that had.
+		if _, cause, ok := strings.Cut(msg, "because of: "); ok {
+			word, _, _ = strings.Cut(cause, " ")
+		}
+	}
 	switch word {
 	case "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "OOM", "MISCONF", "NOREPLICAS":
 		return fmt.Errorf("%w: redis at %s refused the command, nothing was applied: %w", state.ErrUnavailable, s.cfg.addr, err)

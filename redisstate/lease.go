@@ -20,11 +20,16 @@ const optOut = "or add allow_unsafe_leases=true to the URL to accept that a rest
 // checkDurable returns an error wrapping ErrNotDurable unless every server
 // of the store keeps every acknowledged write (appendonly yes, appendfsync
 // always) and never evicts a key to make room (maxmemory 0, or the policy
-// noeviction), or the URL opted out. A passed check is kept for the
-// handle's life; a failed one is asked again next time.
-func (s *store) checkDurable(ctx context.Context) error {
-	if s.cfg.allowUnsafe || s.durable.Load() {
-		return nil
+// noeviction), or the URL opted out. A passed check is kept until the
+// store opens another connection (a server restarted with appendonly no
+// loaded no append-only file: every lease hash is gone, and its next grant
+// would be token 1 again); a failed one is asked again next time. It
+// returns the store's count of connections opened before it checked, for
+// recheckDurable.
+func (s *store) checkDurable(ctx context.Context) (uint64, error) {
+	gen := s.conns.Load()
+	if s.cfg.allowUnsafe || s.durableAt.Load() == gen+1 {
+		return gen, nil
 	}
 	var mu sync.Mutex
 	var problems []error
@@ -66,13 +71,24 @@ func (s *store) checkDurable(ctx context.Context) error {
 		err = check(ctx, s.single)
 	}
 	if err != nil {
-		return s.fail(ctx, err, reads)
+		return gen, s.fail(ctx, err, reads)
 	}
 	if len(problems) > 0 {
-		return problems[0]
+		return gen, problems[0]
 	}
-	s.durable.Store(true)
-	return nil
+	s.durableAt.Store(gen + 1)
+	return gen, nil
+}
+
+// recheckDurable checks again, after a grant sent under the check that
+// returned gen, when the store opened a connection since: the grant may
+// have gone to a server restarted since the check.
+func (s *store) recheckDurable(ctx context.Context, gen uint64) error {
+	if s.cfg.allowUnsafe || s.conns.Load() == gen {
+		return nil
+	}
+	_, err := s.checkDurable(ctx)
+	return err
 }
 
 // evicts reports whether a server with these maxmemory and
@@ -98,11 +114,11 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if s.closed.Load() {
 		return nil, state.ErrClosed
 	}
-	if err := s.checkDurable(ctx); err != nil {
+	gen, err := s.checkDurable(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var r reply
-	var err error
 	if s.cfg.waitReplicas > 0 {
 		r, err = s.leaseAndWait(ctx, name, owner, ttl)
 	} else {
@@ -110,6 +126,18 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := s.recheckDurable(ctx, gen); err != nil {
+		// The script ran on a connection opened after the check: what
+		// it answered is not given. A server that no longer keeps
+		// every write is refused, as the check before it would have;
+		// a check that could not be made leaves the grant unknown to
+		// the caller (the same owner's retry gets the same token).
+		if errors.Is(err, state.ErrNotDurable) {
+			return nil, fmt.Errorf("%w (the server answered the lease over a connection opened since its last check; its answer is not given)", err)
+		}
+		return nil, fmt.Errorf("%w: the server answered the lease over a connection opened since its durability was last checked, and checking again failed, so its answer is not given: %v",
+			state.ErrOutcomeUnknown, err)
 	}
 	code, err := r.int(0)
 	if err != nil {

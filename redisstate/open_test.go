@@ -22,6 +22,7 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{base + "/abc", "database number"},
 		{base + "/-1", "database number"},
 		{base + "/0?prefix=a&prefix=b", "prefix"},
+		{base + "/0?pool_size=3&pool_size=4", "pool_size is given 2 times"},
 		{base + "/0?allow_unsafe_leases=maybe", "allow_unsafe_leases"},
 		{base + "/0?max_retries=3", "max_retries"},
 		{base + "/0?dial_timeout=soon", "dial_timeout"},
@@ -97,6 +98,8 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	db, srv := openDB(t)
 	ctx := ctxT(t)
 	require.NoError(t, db.Set(ctx, "k", 1))
+	l, err := db.Lease(ctx, "job", "me", time.Minute)
+	require.NoError(t, err)
 	srv.Kill()
 	for _, verb := range []func(context.Context) error{
 		func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
@@ -105,6 +108,25 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 		func(ctx context.Context) error {
 			return db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 3) })
 		},
+		func(ctx context.Context) error { _, err := db.Del(ctx, "k", "j"); return err },
+		func(ctx context.Context) error { _, err := db.CAS(ctx, "k", 1, 2); return err },
+		func(ctx context.Context) error { _, err := db.Expire(ctx, "k", time.Hour); return err },
+		func(ctx context.Context) error { _, err := db.TTL(ctx, "k"); return err },
+		func(ctx context.Context) error { _, err := db.Lease(ctx, "other", "me", time.Minute); return err },
+		func(ctx context.Context) error { return db.Renew(ctx, l, time.Minute) },
+		func(ctx context.Context) error { return db.Release(ctx, l) },
+		func(ctx context.Context) error {
+			return db.Update(ctx, func(tx *state.Tx) error { _, err := tx.Now(); return err })
+		},
+		func(ctx context.Context) error { require.NoError(t, db.IncrBuffered("b", 1)); return db.Flush(ctx) },
+		func(ctx context.Context) error {
+			return db.Scan(ctx, "", false, func(state.KeyInfo) error { return nil })
+		},
+		func(ctx context.Context) error {
+			return db.Leases(ctx, true, func(state.LeaseInfo) error { return nil })
+		},
+		func(ctx context.Context) error { _, err := db.Stats(ctx); return err },
+		func(ctx context.Context) error { _, err := db.Check(ctx); return err },
 	} {
 		vctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := verb(vctx)

@@ -29,11 +29,20 @@ type store struct {
 	cluster *redis.ClusterClient // redis+cluster://
 	uc      redis.UniversalClient
 
-	closed  atomic.Bool
-	clock   clock
-	durable atomic.Bool // the durability check passed once
+	closed atomic.Bool
+	clock  clock
+	// conns counts the connections the store opened (OnConnect): a
+	// server restarted, perhaps with another configuration, is reached
+	// by new ones only. durableAt is conns+1 as it was when the
+	// durability check last passed, 0 for never (lease.go).
+	conns     atomic.Uint64
+	durableAt atomic.Uint64
 
 	noExpireTime atomic.Bool // the server has no PEXPIRETIME (before Redis 7)
+
+	// txPause waits between two attempts of an Update: sleep, but in
+	// tests that count the pauses.
+	txPause func(ctx context.Context, d time.Duration) error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -45,11 +54,14 @@ func open(raw string, _ backend.Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg}
+	s := &store{cfg: cfg, txPause: sleep}
+	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
+		cfg.cluster.OnConnect = counted
 		s.cluster = redis.NewClusterClient(cfg.cluster)
 		s.uc = s.cluster
 	} else {
+		cfg.single.OnConnect = counted
 		s.single = redis.NewClient(cfg.single)
 		s.uc = s.single
 	}

@@ -27,6 +27,11 @@ const (
 // errRetry marks an attempt that must start over (a cluster slot moved).
 var errRetry = errors.New("statekit: retry the transaction")
 
+// errRetryNow is errRetry for an attempt whose answers no single server
+// time explains (tx.saw): no other writer is in the way, so the next
+// attempt, which reads its keys first (txprefetch.go), runs at once.
+var errRetryNow = fmt.Errorf("%w: its answers hold at no single server time", errRetry)
+
 // Update runs fn optimistically: reads WATCH their keys on a connection of
 // the transaction's own, writes wait in an overlay and are sent in one
 // MULTI/EXEC once fn returns nil. When a watched key changed meanwhile,
@@ -52,9 +57,12 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		if attempt == txAttempts {
 			return fmt.Errorf("%w: the transaction's keys kept changing under it: %d attempts conflicted with other writers", state.ErrBusy, txAttempts)
 		}
+		if errors.Is(err, errRetryNow) {
+			continue
+		}
 		pause := min(txBackoffMax, txBackoffMin<<min(attempt, 6))
 		pause = pause/2 + rand.N(pause/2+1)
-		if err := sleep(ctx, pause); err != nil {
+		if err := s.txPause(ctx, pause); err != nil {
 			return fmt.Errorf("statekit: %w", err)
 		}
 	}
@@ -149,7 +157,12 @@ type tx struct {
 	// granted: a lease was granted; with wait_replicas the commit
 	// waits for the replicas (WAIT) before Update returns.
 	granted bool
-	asked   []string // Redis keys this attempt asked to read, in order, without repeats
+	// checked: a Lease checked the server's durability, when the store
+	// had opened durableGen connections; the commit checks again if it
+	// opened one since (recheckDurable).
+	checked    bool
+	durableGen uint64
+	asked      []string // Redis keys this attempt asked to read, in order, without repeats
 }
 
 // deadline is a deadline in the transaction: an absolute server time read
@@ -331,7 +344,7 @@ func (t *tx) saw(at int64, absent bool) error {
 		t.now = at
 	case absent && at > t.now:
 		if t.pinned || t.minLive != 0 && t.minLive <= at {
-			return t.fail(errRetry)
+			return t.fail(errRetryNow)
 		}
 		t.now = at
 	}
@@ -678,8 +691,12 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if err := t.s.checkDurable(t.ctx); err != nil {
+	gen, err := t.s.checkDurable(t.ctx)
+	if err != nil {
 		return nil, err
+	}
+	if !t.checked {
+		t.checked, t.durableGen = true, gen
 	}
 	ls, err := t.lease(name)
 	if err != nil {
@@ -756,6 +773,13 @@ func (t *tx) commit() error {
 	// The deadlines written are counted from the final now.
 	if err := t.ensureNow(); err != nil {
 		return err
+	}
+	if t.granted && t.checked {
+		// Before EXEC: a grant is refused, not sent, on a server that
+		// stopped keeping every write since the check.
+		if err := t.s.recheckDurable(t.ctx, t.durableGen); err != nil {
+			return err
+		}
 	}
 	cmds, err := t.conn.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		for _, rkey := range t.order {

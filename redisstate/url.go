@@ -171,9 +171,10 @@ func parseURL(raw string) (*config, error) {
 	if err := checkRanges(q); err != nil {
 		return nil, err
 	}
-	for _, name := range ownParams {
-		if len(q[name]) > 1 {
-			return nil, invalid("parameter %s is given %d times", name, len(q[name]))
+	for name, vs := range q {
+		// go-redis would take one of them silently.
+		if len(vs) > 1 {
+			return nil, invalid("parameter %s is given %d times", name, len(vs))
 		}
 	}
 	c.prefix = q.Get("prefix")

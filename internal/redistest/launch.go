@@ -32,16 +32,7 @@ func Launch(dir string, opts ...Option) (*Server, error) {
 		opt(&o)
 	}
 	s := &Server{bin: bin, dir: dir, password: o.password}
-	s.args = []string{"--save", "", "--dir", s.dir, "--bind", "127.0.0.1", "--protected-mode", "no", "--daemonize", "no"}
-	if o.persistence {
-		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		s.args = append(s.args, "--appendonly", "no")
-	}
-	if o.password != "" {
-		s.args = append(s.args, "--requirepass", o.password)
-	}
-	s.args = append(s.args, o.extra...)
+	s.args = serverArgs(s.dir, o)
 	var err error
 	for range 5 {
 		s.port, err = FreePort()

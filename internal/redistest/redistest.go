@@ -101,16 +101,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		opt(&o)
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), password: o.password}
-	s.args = []string{"--save", "", "--dir", s.dir, "--bind", "127.0.0.1", "--protected-mode", "no", "--daemonize", "no"}
-	if o.persistence {
-		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		s.args = append(s.args, "--appendonly", "no")
-	}
-	if o.password != "" {
-		s.args = append(s.args, "--requirepass", o.password)
-	}
-	s.args = append(s.args, o.extra...)
+	s.args = serverArgs(s.dir, o)
 	t.Cleanup(s.Kill)
 	var err error
 	for range 5 {
@@ -124,6 +115,21 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	t.Fatalf("redistest: redis-server would not start: %v", err)
 	return nil
+}
+
+// serverArgs returns redis-server's arguments, but the port, for a server
+// in dir with options o.
+func serverArgs(dir string, o options) []string {
+	args := []string{"--save", "", "--dir", dir, "--bind", "127.0.0.1", "--protected-mode", "no", "--daemonize", "no"}
+	if o.persistence {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	if o.password != "" {
+		args = append(args, "--requirepass", o.password)
+	}
+	return append(args, o.extra...)
 }
 
 // FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -354,6 +360,23 @@ func (s *Server) Restart() {
 		time.Sleep(50 * time.Millisecond) // the port may linger for a moment
 	}
 	s.t.Fatalf("redistest: restart on %s: %v", s.Addr(), err)
+}
+
+// RestartWith is Restart with the server's options replaced by opts (as
+// Start takes them; its password stays): a server an operator restarted
+// with another configuration, such as appendonly no, which loads no
+// append-only file.
+func (s *Server) RestartWith(opts ...Option) {
+	s.t.Helper()
+	o := options{persistence: true, password: s.password}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s.Kill()
+	s.mu.Lock()
+	s.args = serverArgs(s.dir, o)
+	s.mu.Unlock()
+	s.Restart()
 }
 
 // Cluster is a Redis Cluster of masters started for a test.
