@@ -16,8 +16,9 @@ var checkCommand = &command{
 	details: `
 Check FILE: SQLite's integrity_check; the file's identity and schema shape
 (each lease name one row, so a released token is never reused); and every
-row's invariants: keys are valid text, values integers or bytes within the
-size limit, deadlines never negative, lease owners set, tokens at least 1.
+row's invariants: keys and lease names valid UTF-8 without a NUL byte,
+values integers or bytes within the size limit, deadlines never negative,
+lease owners set, tokens at least 1.
 Beside a process that has FILE open, it also finds what another program did
 to the files beside it: a FILE-wal shorter than its index (FILE-shm) says,
 or not matching it. Print each finding on a line, or "ok". Exit status 1 on any finding (at most
