@@ -12,9 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// heldSleeper is a clock whose waits the test decides: each Sleep sends
-// what it was asked for and waits until the test lets it go (advancing the
-// clock by it) or the handle stops.
+// heldSleeper is a clock whose background waits the test decides: each
+// Sleep of a tenth of a second or more sends what it was asked for and
+// waits until the test lets it go (advancing the clock by it) or the
+// handle stops. A shorter one (a busy handler's pause) passes at once.
 type heldSleeper struct {
 	*faults.Clock
 	asked chan heldSleep
@@ -26,6 +27,10 @@ type heldSleep struct {
 }
 
 func (s *heldSleeper) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	if d < 100*time.Millisecond {
+		s.Advance(d)
+		return true
+	}
 	h := heldSleep{d: d, done: make(chan struct{})}
 	select {
 	case s.asked <- h:
