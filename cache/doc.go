@@ -9,7 +9,9 @@
 // value stands. The others wait by polling the file, for the value or for
 // the lease to lapse (then one of them takes over), for at most a bounded
 // time on the engine's clock. Goroutines and processes sharing the file
-// share the fill: a cold key costs one computation, not one per caller.
+// share the fill: a cold key costs one computation, not one per caller. The
+// same holds for the processes sharing a Redis server, for a *state.DB
+// opened on a Redis URL (package redisstate).
 //
 // Values are bytes; the caller encodes and decodes them. A value expires ttl
 // after it was written; expiry is the engine's (an expired value is absent

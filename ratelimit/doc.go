@@ -39,6 +39,9 @@
 // 1..burst for the bucket) are errors naming the cause, at construction or
 // at the call: never a limiter that allows everything.
 //
-// What it is not: a limiter across machines. Every process deciding must
-// open the same file on one machine.
+// A file serves the processes of one machine. The limiters use nothing but
+// the verbs, so a *state.DB opened on a Redis URL (with package redisstate
+// imported) makes them exact across the processes, and machines, that share
+// that server; there an Update's callback may run more than once, and a
+// limiter keeps only its last run's answer.
 package ratelimit

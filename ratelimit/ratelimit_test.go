@@ -75,6 +75,7 @@ func TestFixedWindowAllowsTheLimitPerWindow(t *testing.T) {
 	check(t, decide(t, l, "alice", 1), 3, want{true, 1, 0, 50 * time.Second}, "2nd")
 	check(t, decide(t, l, "alice", 1), 3, want{true, 0, 50 * time.Second, 50 * time.Second}, "3rd: the last")
 	check(t, decide(t, l, "alice", 1), 3, want{false, 0, 50 * time.Second, 50 * time.Second}, "4th: refused")
+	assert.Regexp(t, `alice[^=]*=4@`, dump(t, db), "a refused request of 1 is counted past the limit (one Incr)")
 	check(t, decide(t, l, "bob", 1), 3, want{true, 2, 0, 50 * time.Second}, "another key counts alone")
 
 	clock.Advance(49 * time.Second)

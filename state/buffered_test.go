@@ -60,6 +60,11 @@ func TestIncrBufferedBadKeysDropOnlyTheirDelta(t *testing.T) {
 		err := f.db.Flush(f.ctx)
 		assert.ErrorIs(t, err, state.ErrNotInteger)
 		assert.ErrorIs(t, err, state.ErrOverflow)
+		var fe *state.FlushError
+		require.ErrorAs(t, err, &fe)
+		assert.Len(t, fe.Dropped, 2, "only the bad keys: %v", fe.Dropped)
+		assert.ErrorIs(t, fe.Dropped["text"], state.ErrNotInteger)
+		assert.ErrorIs(t, fe.Dropped["big"], state.ErrOverflow)
 		assert.Equal(t, "int:1", f.get("ok"), "the good key is written")
 		assert.Equal(t, "bytes:abc", f.get("text"))
 		require.NoError(t, f.db.Flush(f.ctx), "bad deltas were dropped, not retried forever")

@@ -374,9 +374,14 @@ func TestTinyFilesAreRefusedUntouched(t *testing.T) {
 		require.Contains(t, err.Error(), path)
 		c.assertUntouched(t, path)
 	}
-	// An empty file is a new one: Open creates the schema in it.
+	// An empty file is a new one: Open creates the schema in it. A
+	// read-only handle cannot, so it refuses it and leaves it empty.
 	c := corrupted{main: []byte{}}
 	path := c.write(t, t.TempDir())
+	_, err := state.Open(path, state.WithReadOnly())
+	require.ErrorIs(t, err, state.ErrNotStatekit)
+	require.Contains(t, err.Error(), path)
+	c.assertUntouched(t, path)
 	db, err := state.Open(path)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())

@@ -4,7 +4,9 @@
 // SQLite file.
 //
 // One machine only: several goroutines and several processes on one machine
-// may share a file, but a fleet of machines that shares state wants Redis.
+// may share a file, but a fleet of machines that shares state wants Redis,
+// which Open reaches, with the same verbs and answers, given a redis:// URL
+// in a program that imports github.com/statekit/statekit/redisstate.
 //
 // Time comes from an injectable Clock. The engine's now is the larger of the
 // wall clock at Open and the file's high-water mark, advanced by the

@@ -128,10 +128,10 @@ var (
 // LeaseHeldError is the error Lease returns when another owner holds the
 // lease. It wraps ErrLeaseHeld.
 type LeaseHeldError struct {
-	Name    string    // lease name
-	Owner   string    // the current holder
-	Expires time.Time // when the holder's lease ends unless renewed
-	Left    time.Duration
+	Name    string        // lease name
+	Owner   string        // the current holder
+	Expires time.Time     // when the holder's lease ends unless renewed
+	Left    time.Duration // how long until Expires, at the time of the refusal
 }
 
 // Error describes the holder and the time left.

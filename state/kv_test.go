@@ -108,6 +108,37 @@ func TestTTLRoundsUpToMilliseconds(t *testing.T) {
 		assert.Equal(t, time.Millisecond, left)
 		f.clock.Advance(time.Millisecond)
 		assert.Equal(t, "<absent>", f.get("k"))
+
+		// Past a whole millisecond too: 1.5 ms is 2, never 1, for every
+		// verb that takes a TTL.
+		const ttl = 1500 * time.Microsecond
+		require.NoError(t, f.db.Set(f.ctx, "s", "v", state.TTL(ttl)))
+		_, err = f.db.Incr(f.ctx, "i", state.TTL(ttl))
+		require.NoError(t, err)
+		_, err = f.db.CAS(f.ctx, "c", nil, "v", state.TTL(ttl))
+		require.NoError(t, err)
+		require.NoError(t, f.db.Set(f.ctx, "e", "v"))
+		ok, err := f.db.Expire(f.ctx, "e", ttl)
+		require.NoError(t, err)
+		require.True(t, ok)
+		l, err := f.db.Lease(f.ctx, "job", "a", ttl)
+		require.NoError(t, err)
+		for _, k := range []string{"s", "i", "c", "e"} {
+			left, err := f.db.TTL(f.ctx, k)
+			require.NoError(t, err)
+			assert.Equal(t, 2*time.Millisecond, left, "TTL of %q", k)
+		}
+		f.clock.Advance(time.Millisecond)
+		for _, k := range []string{"s", "i", "c", "e"} {
+			assert.NotEqual(t, "<absent>", f.get(k), "%q lives at least its TTL", k)
+		}
+		require.NoError(t, f.db.Renew(f.ctx, l, ttl), "the lease lives at least its TTL")
+		f.clock.Advance(2 * time.Millisecond)
+		for _, k := range []string{"s", "i", "c", "e"} {
+			assert.Equal(t, "<absent>", f.get(k), "%q", k)
+		}
+		_, err = f.db.Lease(f.ctx, "job", "b", time.Second)
+		require.NoError(t, err, "the renewed lease lasted 2 ms, not more")
 	})
 }
 

@@ -147,6 +147,13 @@ func TestEveryCallAfterCloseIsErrClosed(t *testing.T) {
 		"IncrBuffered": func() error { return db.IncrBuffered("k", 1) },
 		"Sweep":        func() error { _, err := db.Sweep(ctx); return err },
 		"Close":        db.Close,
+		"Decr":         func() error { _, err := db.Decr(ctx, "k"); return err },
+		"IncrBy":       func() error { _, err := db.IncrBy(ctx, "k", 2); return err },
+		"Flush":        func() error { return db.Flush(ctx) },
+		"Scan":         func() error { return db.Scan(ctx, "", true, func(state.KeyInfo) error { return nil }) },
+		"Leases":       func() error { return db.Leases(ctx, true, func(state.LeaseInfo) error { return nil }) },
+		"Stats":        func() error { _, err := db.Stats(ctx); return err },
+		"Check":        func() error { _, err := db.Check(ctx); return err },
 	}
 	for name, call := range calls {
 		assert.ErrorIs(t, call(), state.ErrClosed, name)

@@ -96,14 +96,15 @@ const (
 	sweepKeysSQL = sweepSQL + "\nRETURNING key"
 )
 
-// Sweep deletes every expired key now, in transactions of at most a few
-// hundred rows, and returns how many it deleted. Expired keys are already
-// absent to every verb; sweeping only reclaims their space. Leases are never
-// swept. A background goroutine sweeps every DefaultSweepInterval unless
-// WithSweepInterval or WithoutBackground say otherwise. Each transaction is
-// sized to take about 100 microseconds, and transactions take turns
-// with the write verbs other goroutines call meanwhile, so a verb waits for
-// one at most.
+// Sweep deletes every expired key now and returns how many it deleted.
+// Expired keys are already absent to every verb; sweeping only reclaims
+// their space. Leases are never swept. A background goroutine sweeps every
+// DefaultSweepInterval unless WithSweepInterval or WithoutBackground say
+// otherwise. Sweep deletes in transactions of steps, each sized to take
+// about 100 microseconds; a transaction commits after the step during
+// which a verb queued, and otherwise after 2 ms of steps or once it reached 16,384 rows.
+// So a write verb called meanwhile waits for one step and a COMMIT at
+// most.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	if db.remote != nil {
 		n, err := viaRemote(db, func(r remote) (int, error) { return r.Sweep(ctx) })

@@ -54,7 +54,7 @@ const maxViolationsPerKind = 10
 // Violation is one broken promise.
 type Violation struct {
 	Kind   string // one of the Kind constants
-	Detail string
+	Detail string // what broke, in words
 }
 
 // Report is what a run did and found.
