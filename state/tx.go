@@ -22,8 +22,11 @@ type Tx struct {
 	db      *DB
 	ctx     context.Context
 	now     int64
-	granted bool     // a lease was granted: the commit must be durable
-	broken  error    // a fatal error inside: the transaction cannot commit
+	granted bool  // a lease was granted: the commit must be durable
+	broken  error // a fatal error inside: the transaction cannot commit
+	// trouble is the latest error of a verb inside that the handle must
+	// note (note, db.go): a fatal one, a full disk, a busy file.
+	trouble error
 	rt      remoteTx // the remote store's transaction; nil on a file
 	// undo puts back what the transaction changed of the caller's own
 	// values (a renewed or released *Lease) if it does not commit.
@@ -47,9 +50,11 @@ func (tx *Tx) rolledBack() {
 // verb inside fails fatally, everything it wrote is rolled back and Update
 // returns that error (or re-panics). A verb's own error (ErrNotFound,
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
-// returns it. If fn granted a lease, the commit is durable before Update
-// returns. A Renew or Release inside moves the caller's *Lease at once, and
-// back if the transaction does not commit.
+// returns it. A verb's ErrIO or ErrCorrupt ends the handle whatever fn
+// returns; an error of fn's own that wraps one (another store's) does not.
+// If fn granted a lease, the commit is durable before Update returns. A
+// Renew or Release inside moves the caller's *Lease at once, and back if
+// the transaction does not commit.
 //
 // fn must use tx's verbs, never the DB's: a DB verb called inside fn waits
 // for the transaction to end, which waits for fn, so it waits until its own
@@ -87,7 +92,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		}()
 		if err := fn(tx); err != nil {
 			fnErr = err
-			return err
+			return tx.noted(err)
 		}
 		if tx.broken != nil {
 			return tx.broken
@@ -106,10 +111,32 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		// it): its grant is made durable by syncing the WAL (walsync.go).
 		return db.syncGrant()
 	})
-	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
-		return err // the callback's error, or a verb's inside it, named already
+	if fnErr != nil {
+		if errors.Is(err, fnErr) {
+			return err // a verb's error, named already and noted
+		}
+		return fnErr // the callback's own, as it is
 	}
 	return db.named("update", "", err)
+}
+
+// errCallback stands, for note, for an error of the callback's own: note
+// must not take an error from elsewhere (another store's ErrIO) for one of
+// the handle's statements.
+var errCallback = errors.New("statekit: the Update callback returned an error")
+
+// noted returns what the handle must note (DB.note) once the callback
+// returned fnErr: fnErr itself when it is a verb's error from inside,
+// else the trouble a verb inside met, so that a fatal one ends the handle
+// whatever the callback returned, else errCallback.
+func (tx *Tx) noted(fnErr error) error {
+	switch {
+	case tx.trouble != nil && errors.Is(fnErr, tx.trouble):
+		return fnErr
+	case tx.trouble != nil:
+		return tx.trouble
+	}
+	return errCallback
 }
 
 // Now returns the engine time the transaction runs at: every verb inside it
@@ -136,8 +163,12 @@ func (tx *Tx) Now() (time.Time, error) {
 	return time.UnixMilli(ms), nil
 }
 
-// run runs one verb inside the transaction and remembers a fatal error.
+// run runs one verb inside the transaction and remembers a fatal error,
+// and the trouble the handle must note when Update ends.
 func (tx *Tx) run(err error) error {
+	if err != nil && (fatal(err) || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrBusy)) {
+		tx.trouble = err
+	}
 	if err != nil && (fatal(err) || remoteTrouble(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
 		tx.broken = err
 	}
