@@ -52,9 +52,10 @@ func (tx *Tx) rolledBack() {
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
 // returns it. A verb's ErrIO or ErrCorrupt ends the handle whatever fn
 // returns; an error of fn's own that wraps one (another store's) does not.
-// If fn granted a lease, the commit is durable before Update returns. A
-// Renew or Release inside moves the caller's *Lease at once, and back if
-// the transaction does not commit.
+// On a file, once ctx ends every verb of tx returns its error and does
+// nothing, and Update rolls back and returns it. If fn granted a lease, the
+// commit is durable before Update returns. A Renew or Release inside moves
+// the caller's *Lease at once, and back if the transaction does not commit.
 //
 // fn must use tx's verbs, never the DB's: a DB verb called inside fn waits
 // for the transaction to end, which waits for fn, so it waits until its own
@@ -180,14 +181,18 @@ func (tx *Tx) named(verb, subject string, err error) error {
 	return tx.db.named(verb, subject, err)
 }
 
-// usable refuses verbs after a fatal error inside the transaction, and
-// after its Update returned.
+// usable refuses verbs after a fatal error inside the transaction, after
+// its Update returned, and, on a file, once Update's context ended (as the
+// DB's verbs do): the transaction cannot commit then, so it breaks.
 func (tx *Tx) usable() error {
 	if tx.ended {
 		return fmt.Errorf("%w: the transaction has ended: a Tx is valid only inside its Update callback", ErrInvalidArgument)
 	}
 	if tx.broken != nil {
 		return fmt.Errorf("statekit: transaction failed earlier: %w", tx.broken)
+	}
+	if err := tx.ctx.Err(); err != nil && tx.rt == nil {
+		return tx.run(fmt.Errorf("statekit: %w", err))
 	}
 	return nil
 }
