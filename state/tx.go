@@ -46,9 +46,10 @@ func (tx *Tx) rolledBack() {
 	tx.undo = nil
 }
 
-// Update runs fn in a transaction. If fn returns an error or panics, or a
-// verb inside fails fatally, everything it wrote is rolled back and Update
-// returns that error (or re-panics). A verb's own error (ErrNotFound,
+// Update runs fn in a transaction. If fn returns an error, panics or calls
+// runtime.Goexit (as t.FailNow does), or a verb inside fails fatally,
+// everything it wrote is rolled back and Update returns that error (or
+// re-panics). A verb's own error (ErrNotFound,
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
 // returns it. A verb's ErrIO or ErrCorrupt ends the handle whatever fn
 // returns; an error of fn's own that wraps one (another store's) does not.
@@ -83,15 +84,22 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return classify(ctx, err)
 		}
 		tx := &Tx{db: db, ctx: ctx, now: now}
-		committed := false
+		committed, returned := false, false
 		defer func() {
 			tx.ended = true
 			if !committed {
 				_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 				tx.rolledBack()
 			}
+			if !returned && tx.trouble != nil {
+				// fn panicked or called runtime.Goexit: do notes
+				// nothing, and an I/O error inside still ends the handle.
+				_ = db.note(tx.trouble)
+			}
 		}()
-		if err := fn(tx); err != nil {
+		err := fn(tx)
+		returned = true
+		if err != nil {
 			fnErr = err
 			return tx.noted(err)
 		}

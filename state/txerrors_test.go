@@ -3,7 +3,9 @@ package state_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/statekit/statekit/faults"
@@ -71,4 +73,43 @@ func TestUpdateVerbIOErrorEndsTheHandleWhateverTheCallbackReturns(t *testing.T) 
 	assert.Equal(t, 500, len(v.String()))
 	_, err = db2.Get(fm.ctx, "after")
 	assert.ErrorIs(t, err, state.ErrNotFound)
+}
+
+// TestUpdateVerbIOErrorEndsTheHandleWhenTheCallbackDoesNotReturn fails a
+// read inside a transaction whose callback then panics, or calls
+// runtime.Goexit (as t.FailNow does): the handle has ended all the same.
+// Before, only a callback that returned let Update see the I/O error.
+func TestUpdateVerbIOErrorEndsTheHandleWhenTheCallbackDoesNotReturn(t *testing.T) {
+	for _, leave := range []string{"panic", "goexit"} {
+		t.Run(leave, func(t *testing.T) {
+			fm := newFltMachine(t)
+			db := fm.open(1)
+			for i := range 200 {
+				require.NoError(t, db.Set(fm.ctx, fmt.Sprintf("k%03d", i), strings.Repeat("v", 500)))
+			}
+			require.NoError(t, db.Close())
+			db = fm.open(2) // a cold cache: the Get below reads the file
+			fm.m.FailAt(faults.OpRead, 1)
+			var verbErr error
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = recover() }()
+				_ = db.Update(fm.ctx, func(tx *state.Tx) error {
+					_, verbErr = tx.Get("k150")
+					if leave == "panic" {
+						panic("gave up")
+					}
+					runtime.Goexit()
+					return nil
+				})
+			}()
+			wg.Wait()
+			require.ErrorIs(t, verbErr, state.ErrIO, "the injected fault met the Get")
+			err := db.Set(fm.ctx, "after", 1)
+			require.ErrorIs(t, err, state.ErrIO, "the handle has ended")
+			assert.ErrorContains(t, err, "the handle failed earlier")
+		})
+	}
 }
