@@ -313,7 +313,9 @@ func (tx *Tx) TTL(key string) (time.Duration, error) {
 }
 
 // Lease is DB.Lease inside the transaction. The grant commits with the
-// transaction, and Update makes that commit durable before it returns.
+// transaction, and Update makes that commit durable before it returns. If
+// the transaction does not commit, the grant never happened and its token
+// will be granted again: use the *Lease only once Update returned nil.
 func (tx *Tx) Lease(name, owner string, ttl time.Duration) (*Lease, error) {
 	if err := tx.usable(); err != nil {
 		return nil, tx.named("lease", keyName(name), err)
