@@ -22,8 +22,11 @@ type Tx struct {
 	db      *DB
 	ctx     context.Context
 	now     int64
-	granted bool     // a lease was granted: the commit must be durable
-	broken  error    // a fatal error inside: the transaction cannot commit
+	granted bool  // a lease was granted: the commit must be durable
+	broken  error // a fatal error inside: the transaction cannot commit
+	// trouble is the latest error of a verb inside that the handle must
+	// note (note, db.go): a fatal one, a full disk, a busy file.
+	trouble error
 	rt      remoteTx // the remote store's transaction; nil on a file
 	// undo puts back what the transaction changed of the caller's own
 	// values (a renewed or released *Lease) if it does not commit.
@@ -43,13 +46,17 @@ func (tx *Tx) rolledBack() {
 	tx.undo = nil
 }
 
-// Update runs fn in a transaction. If fn returns an error or panics, or a
-// verb inside fails fatally, everything it wrote is rolled back and Update
-// returns that error (or re-panics). A verb's own error (ErrNotFound,
+// Update runs fn in a transaction. If fn returns an error, panics or calls
+// runtime.Goexit (as t.FailNow does), or a verb inside fails fatally,
+// everything it wrote is rolled back and Update returns that error (or
+// re-panics). A verb's own error (ErrNotFound,
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
-// returns it. If fn granted a lease, the commit is durable before Update
-// returns. A Renew or Release inside moves the caller's *Lease at once, and
-// back if the transaction does not commit.
+// returns it. A verb's ErrIO or ErrCorrupt ends the handle whatever fn
+// returns; an error of fn's own that wraps one (another store's) does not.
+// On a file, once ctx ends every verb of tx returns its error and does
+// nothing, and Update rolls back and returns it. If fn granted a lease, the
+// commit is durable before Update returns. A Renew or Release inside moves
+// the caller's *Lease at once, and back if the transaction does not commit.
 //
 // fn must use tx's verbs, never the DB's: a DB verb called inside fn waits
 // for the transaction to end, which waits for fn, so it waits until its own
@@ -77,17 +84,24 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 			return classify(ctx, err)
 		}
 		tx := &Tx{db: db, ctx: ctx, now: now}
-		committed := false
+		committed, returned := false, false
 		defer func() {
 			tx.ended = true
 			if !committed {
 				_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 				tx.rolledBack()
 			}
+			if !returned && tx.trouble != nil {
+				// fn panicked or called runtime.Goexit: do notes
+				// nothing, and an I/O error inside still ends the handle.
+				_ = db.note(tx.trouble)
+			}
 		}()
-		if err := fn(tx); err != nil {
+		err := fn(tx)
+		returned = true
+		if err != nil {
 			fnErr = err
-			return err
+			return tx.noted(err)
 		}
 		if tx.broken != nil {
 			return tx.broken
@@ -106,10 +120,32 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		// it): its grant is made durable by syncing the WAL (walsync.go).
 		return db.syncGrant()
 	})
-	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
-		return err // the callback's error, or a verb's inside it, named already
+	if fnErr != nil {
+		if errors.Is(err, fnErr) {
+			return err // a verb's error, named already and noted
+		}
+		return fnErr // the callback's own, as it is
 	}
 	return db.named("update", "", err)
+}
+
+// errCallback stands, for note, for an error of the callback's own: note
+// must not take an error from elsewhere (another store's ErrIO) for one of
+// the handle's statements.
+var errCallback = errors.New("statekit: the Update callback returned an error")
+
+// noted returns what the handle must note (DB.note) once the callback
+// returned fnErr: fnErr itself when it is a verb's error from inside,
+// else the trouble a verb inside met, so that a fatal one ends the handle
+// whatever the callback returned, else errCallback.
+func (tx *Tx) noted(fnErr error) error {
+	switch {
+	case tx.trouble != nil && errors.Is(fnErr, tx.trouble):
+		return fnErr
+	case tx.trouble != nil:
+		return tx.trouble
+	}
+	return errCallback
 }
 
 // Now returns the engine time the transaction runs at: every verb inside it
@@ -136,8 +172,12 @@ func (tx *Tx) Now() (time.Time, error) {
 	return time.UnixMilli(ms), nil
 }
 
-// run runs one verb inside the transaction and remembers a fatal error.
+// run runs one verb inside the transaction and remembers a fatal error,
+// and the trouble the handle must note when Update ends.
 func (tx *Tx) run(err error) error {
+	if err != nil && (fatal(err) || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrBusy)) {
+		tx.trouble = err
+	}
 	if err != nil && (fatal(err) || remoteTrouble(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
 		tx.broken = err
 	}
@@ -149,14 +189,18 @@ func (tx *Tx) named(verb, subject string, err error) error {
 	return tx.db.named(verb, subject, err)
 }
 
-// usable refuses verbs after a fatal error inside the transaction, and
-// after its Update returned.
+// usable refuses verbs after a fatal error inside the transaction, after
+// its Update returned, and, on a file, once Update's context ended (as the
+// DB's verbs do): the transaction cannot commit then, so it breaks.
 func (tx *Tx) usable() error {
 	if tx.ended {
 		return fmt.Errorf("%w: the transaction has ended: a Tx is valid only inside its Update callback", ErrInvalidArgument)
 	}
 	if tx.broken != nil {
 		return fmt.Errorf("statekit: transaction failed earlier: %w", tx.broken)
+	}
+	if err := tx.ctx.Err(); err != nil && tx.rt == nil {
+		return tx.run(fmt.Errorf("statekit: %w", err))
 	}
 	return nil
 }
@@ -269,7 +313,9 @@ func (tx *Tx) TTL(key string) (time.Duration, error) {
 }
 
 // Lease is DB.Lease inside the transaction. The grant commits with the
-// transaction, and Update makes that commit durable before it returns.
+// transaction, and Update makes that commit durable before it returns. If
+// the transaction does not commit, the grant never happened and its token
+// will be granted again: use the *Lease only once Update returned nil.
 func (tx *Tx) Lease(name, owner string, ttl time.Duration) (*Lease, error) {
 	if err := tx.usable(); err != nil {
 		return nil, tx.named("lease", keyName(name), err)
