@@ -111,7 +111,7 @@ func notSent(err error) bool {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, redis.ErrPoolTimeout) ||
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errClosedBeforeSend) || errors.Is(err, redis.ErrPoolTimeout) ||
 		errors.Is(err, redis.ErrPoolExhausted)
 }
 

@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -58,10 +59,12 @@ func open(raw string, _ backend.Options) (*store, error) {
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted
+		cfg.cluster.Dialer = checkingDialer(redis.NewDialer(&redis.Options{DialTimeout: cfg.cluster.DialTimeout, TLSConfig: cfg.cluster.TLSConfig}))
 		s.cluster = redis.NewClusterClient(cfg.cluster)
 		s.uc = s.cluster
 	} else {
 		cfg.single.OnConnect = counted
+		cfg.single.Dialer = checkingDialer(redis.NewDialer(cfg.single))
 		s.single = redis.NewClient(cfg.single)
 		s.uc = s.single
 	}
@@ -111,6 +114,11 @@ func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
 	return s.cluster.MasterForKey(ctx, key)
 }
 
+// closedTries bounds how often run takes another connection after one the
+// server had closed (errClosedBeforeSend): each try drops one, and a pool
+// holds up to PoolSize of them.
+const closedTries = 16
+
 // redirectTries bounds how often a command is sent again after a cluster
 // redirect (MOVED, ASK) while the slot map is reloaded.
 const redirectTries = 8
@@ -130,6 +138,9 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 			return nil, s.fail(ctx, err, reads)
 		}
 		res, err := sc.Run(ctx, c, keys, args...).Slice()
+		if errors.Is(err, errClosedBeforeSend) && try < closedTries {
+			continue // not sent: sent again on another connection
+		}
 		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
 			s.cluster.ReloadState(ctx)
 			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
