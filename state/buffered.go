@@ -18,6 +18,10 @@ import (
 type buffer struct {
 	mu     sync.Mutex
 	deltas map[string]int64
+	// taken are the deltas the flush with the turn took, until it has
+	// written, put back or reported them: IncrBuffered counts them in a
+	// key's buffered sum, so putting them back cannot leave int64.
+	taken  map[string]int64
 	closed bool
 	// turn is held by the flush that takes deltas from the buffer until
 	// they are written, put back or reported: one flush at a time, so a
@@ -40,7 +44,9 @@ type buffer struct {
 // SyncNormal write. Use Incr when every increment must count.
 //
 // IncrBuffered returns ErrOverflow if the buffered sum for key would leave
-// int64 (the buffer is then unchanged), ErrInvalidKey for a bad key,
+// int64 (the buffer is then unchanged; the sum includes the deltas of a
+// flush in flight, which go back into the buffer if it writes nothing),
+// ErrInvalidKey for a bad key,
 // ErrIO once the handle has failed, and ErrClosed after Close.
 func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
@@ -58,20 +64,33 @@ func (db *DB) IncrBuffered(key string, delta int64) error {
 	if b.closed {
 		return db.named("incrbuffered", keyName(key), ErrClosed)
 	}
-	cur := b.deltas[key]
-	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+	cur, ok := addInt64(b.deltas[key], delta)
+	if ok {
+		_, ok = addInt64(b.taken[key], cur)
+	}
+	if !ok {
 		return db.named("incrbuffered", keyName(key), fmt.Errorf("buffered sum: %w", ErrOverflow))
 	}
-	b.deltas[key] = cur + delta
+	b.deltas[key] = cur
 	return nil
 }
 
-// take empties the buffer and returns what it held.
+// addInt64 returns a+b and whether the sum stays inside int64.
+func addInt64(a, b int64) (int64, bool) {
+	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// take empties the buffer and returns what it held, counted as taken until
+// settle.
 func (b *buffer) take() map[string]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	d := b.deltas
 	b.deltas = map[string]int64{}
+	b.taken = d
 	return d
 }
 
@@ -82,11 +101,17 @@ func (b *buffer) isClosed() bool {
 	return b.closed
 }
 
-// restore adds deltas that could not be written back into the buffer.
-// overwrite is the planted bug FlushLosesConcurrent.
-func (b *buffer) restore(d map[string]int64, overwrite bool) {
+// settle ends a flush of the deltas take returned: they are no longer
+// taken, and when restore says so (nothing was written) they go back into
+// the buffer, added to what was buffered meanwhile; IncrBuffered kept each
+// sum inside int64. overwrite is the planted bug FlushLosesConcurrent.
+func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.taken = nil
+	if !restore {
+		return
+	}
 	for k, v := range d {
 		if overwrite {
 			b.deltas[k] = v
@@ -163,9 +188,7 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		err = db.flush(ctx, d)
 	}
 	restored := restore && err != nil && errors.Is(err, errNotWritten)
-	if restored {
-		db.buf.restore(d, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
-	}
+	db.buf.settle(d, restored, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
 	if end != nil {
 		end(now, err, restored)
 	}
