@@ -127,7 +127,8 @@ func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 // wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
 // cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
 // buffer for the next flush; after an I/O error they are lost with the handle.
-// Flush returns ErrClosed after Close.
+// Flush returns ErrClosed after Close, and once the handle has failed, the
+// error that ended it.
 //
 // Flush first waits for a background flush in flight (or until ctx ends),
 // so when it returns nil every increment buffered before the call is
@@ -140,9 +141,6 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed)
 	}
-	if db.dead.Load() {
-		return db.named("flush", "", db.failedEarlier())
-	}
 	if err := db.takeTurn(ctx); err != nil {
 		return db.named("flush", "", err)
 	}
@@ -151,6 +149,11 @@ func (db *DB) Flush(ctx context.Context) error {
 		return db.named("flush", "", ErrClosed) // Close ran while Flush waited
 	}
 	earlier := db.buf.takeLost()
+	if db.dead.Load() {
+		// A background flush that ended the handle lost its deltas:
+		// earlier names them.
+		return db.named("flush", "", joinErrors(earlier, db.failedEarlier()))
+	}
 	return db.named("flush", "", joinErrors(earlier, db.flushTaken(ctx, db.buf.take(), true)))
 }
 
