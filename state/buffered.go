@@ -52,17 +52,17 @@ func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
 		return db.named("incrbuffered", keyName(key), err)
 	}
-	if db.cfg.readOnly {
-		return db.named("incrbuffered", keyName(key), fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly))
-	}
-	if db.dead.Load() {
-		return db.named("incrbuffered", keyName(key), db.failedEarlier())
-	}
 	b := &db.buf
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return db.named("incrbuffered", keyName(key), ErrClosed)
+	}
+	if db.cfg.readOnly {
+		return db.named("incrbuffered", keyName(key), fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly))
+	}
+	if db.dead.Load() {
+		return db.named("incrbuffered", keyName(key), db.failedEarlier())
 	}
 	cur, ok := addInt64(b.deltas[key], delta)
 	if ok {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -143,4 +144,22 @@ func TestIncrBufferedOverflowBesideAFlushInFlight(t *testing.T) {
 	}
 	assert.Equal(t, strconv.FormatInt(want, 10), fm.get(db, "n"))
 	require.ErrorIs(t, during, state.ErrOverflow, "the buffered sum, with the flush's, would leave int64")
+}
+
+// TestIncrBufferedAfterCloseIsErrClosed: after Close, IncrBuffered returns
+// ErrClosed, as every call does, on a handle that had failed and on a
+// read-only one too. Before, it returned the handle's old failure, or
+// ErrReadOnly.
+func TestIncrBufferedAfterCloseIsErrClosed(t *testing.T) {
+	fm := newFltMachine(t)
+	db := fm.open(1)
+	fm.m.FailAt(faults.OpWrite, 1)
+	_, err := db.Incr(fm.ctx, "n")
+	require.ErrorIs(t, err, state.ErrIO)
+	require.NoError(t, db.Close())
+	assert.ErrorIs(t, db.IncrBuffered("n", 1), state.ErrClosed, "a failed handle, closed")
+
+	ro := fm.open(2, state.WithReadOnly())
+	require.NoError(t, ro.Close())
+	assert.ErrorIs(t, ro.IncrBuffered("n", 1), state.ErrClosed, "a read-only handle, closed")
 }
