@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,4 +114,62 @@ func TestCloseTwiceAtOnceWaitsForTheFirstFlush(t *testing.T) {
 	v, err := again.Get(context.Background(), "n")
 	require.NoError(t, err)
 	assert.Equal(t, state.IntValue(5), v)
+}
+
+// TestIncrBufferedWhileClosingCountsExactly: goroutines buffer increments
+// and call Flush while the background flusher runs and several Closes
+// race; every IncrBuffered that returned nil is in the file once, and
+// every other one returned ErrClosed.
+func TestIncrBufferedWhileClosingCountsExactly(t *testing.T) {
+	for round := range 5 {
+		path := fmt.Sprintf("%s/c%d.state", t.TempDir(), round)
+		db, err := state.Open(path, state.WithFlushInterval(time.Millisecond))
+		require.NoError(t, err)
+		var acked atomic.Int64
+		var wg sync.WaitGroup
+		busy := make(chan struct{}) // the Closes begin once work is under way
+		for g := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 2000 {
+					if err := db.IncrBuffered("n", 1); err != nil {
+						assert.ErrorIs(t, err, state.ErrClosed)
+						return
+					}
+					acked.Add(1)
+					if g == 0 && i == 500 {
+						close(busy)
+					}
+					if i%300 == g {
+						if err := db.Flush(context.Background()); err != nil {
+							assert.ErrorIs(t, err, state.ErrClosed)
+						}
+					}
+				}
+			}()
+		}
+		<-busy
+		closed := make(chan error, 3)
+		for range 3 {
+			go func() { closed <- db.Close() }()
+		}
+		nils := 0
+		for range 3 {
+			if err := <-closed; err == nil {
+				nils++
+			} else {
+				assert.ErrorIs(t, err, state.ErrClosed)
+			}
+		}
+		assert.Equal(t, 1, nils, "one Close closes")
+		wg.Wait()
+		again, err := state.Open(path, state.WithoutBackground())
+		require.NoError(t, err)
+		v, err := again.Get(context.Background(), "n")
+		if assert.NoError(t, err) {
+			assert.Equal(t, state.IntValue(acked.Load()), v)
+		}
+		require.NoError(t, again.Close())
+	}
 }
