@@ -125,8 +125,8 @@ func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 // order. A key whose stored value is bytes, or whose sum would overflow,
 // loses its buffered delta and is named in the returned *FlushError (which
 // wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
-// cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
-// buffer for the next flush; after an I/O error they are lost with the handle.
+// cannot start, run or commit (ErrBusy, ErrDiskFull), nothing is written and
+// the deltas go back into the buffer for the next flush; after an I/O error they are lost with the handle.
 // Flush returns ErrClosed after Close, and once the handle has failed, the
 // error that ended it.
 //
@@ -221,7 +221,11 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		}
 		for _, k := range keys {
 			if _, err := db.incrBy(ctx, now, k, d[k], 0); err != nil {
-				if fatal(err) || ctx.Err() != nil {
+				if !keyRefused(err) || ctx.Err() != nil {
+					// Not the key's own trouble: a full disk, say, on
+					// which SQLite may have rolled the transaction back
+					// already; the keys after it would be written one
+					// by one, outside it, and again by the next flush.
 					_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 					return notWritten(err)
 				}
@@ -243,6 +247,13 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		return err
 	}
 	return &FlushError{Dropped: dropped}
+}
+
+// keyRefused reports whether err is an increment's refusal of its key's
+// value (bytes, or a sum outside int64), which changes nothing else: the
+// flush drops that key's delta and goes on.
+func keyRefused(err error) bool {
+	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow)
 }
 
 // FlushError is the error Flush (and Close) return when some keys' buffered
