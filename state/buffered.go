@@ -124,11 +124,11 @@ func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 // Flush writes the buffered increments in one transaction, keys in sorted
 // order. A key whose stored value is bytes, or whose sum would overflow,
 // loses its buffered delta and is named in the returned *FlushError (which
-// wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
-// cannot start, run or commit (ErrBusy, ErrDiskFull), nothing is written and
-// the deltas go back into the buffer for the next flush; after an I/O error they are lost with the handle.
-// Flush returns ErrClosed after Close, and once the handle has failed, the
-// error that ended it.
+// wraps ErrNotInteger or ErrOverflow); the others are written. If the
+// transaction cannot start, run or commit (ErrBusy, ErrDiskFull), nothing is
+// written and the deltas go back into the buffer for the next flush; after
+// an I/O error they are lost with the handle. Flush returns ErrClosed after
+// Close, and once the handle has failed, the error that ended it.
 //
 // Flush first waits for a background flush in flight (or until ctx ends),
 // so when it returns nil every increment buffered before the call is
