@@ -18,6 +18,10 @@ import (
 type buffer struct {
 	mu     sync.Mutex
 	deltas map[string]int64
+	// taken are the deltas the flush with the turn took, until it has
+	// written, put back or reported them: IncrBuffered counts them in a
+	// key's buffered sum, so putting them back cannot leave int64.
+	taken  map[string]int64
 	closed bool
 	// turn is held by the flush that takes deltas from the buffer until
 	// they are written, put back or reported: one flush at a time, so a
@@ -40,17 +44,13 @@ type buffer struct {
 // SyncNormal write. Use Incr when every increment must count.
 //
 // IncrBuffered returns ErrOverflow if the buffered sum for key would leave
-// int64 (the buffer is then unchanged), ErrInvalidKey for a bad key,
+// int64 (the buffer is then unchanged; the sum includes the deltas of a
+// flush in flight, which go back into the buffer if it writes nothing),
+// ErrInvalidKey for a bad key,
 // ErrIO once the handle has failed, and ErrClosed after Close.
 func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
 		return db.named("incrbuffered", keyName(key), err)
-	}
-	if db.cfg.readOnly {
-		return db.named("incrbuffered", keyName(key), fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly))
-	}
-	if db.dead.Load() {
-		return db.named("incrbuffered", keyName(key), db.failedEarlier())
 	}
 	b := &db.buf
 	b.mu.Lock()
@@ -58,20 +58,39 @@ func (db *DB) IncrBuffered(key string, delta int64) error {
 	if b.closed {
 		return db.named("incrbuffered", keyName(key), ErrClosed)
 	}
-	cur := b.deltas[key]
-	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+	if db.cfg.readOnly {
+		return db.named("incrbuffered", keyName(key), fmt.Errorf("%w: the handle was opened WithReadOnly", ErrReadOnly))
+	}
+	if db.dead.Load() {
+		return db.named("incrbuffered", keyName(key), db.failedEarlier())
+	}
+	cur, ok := addInt64(b.deltas[key], delta)
+	if ok {
+		_, ok = addInt64(b.taken[key], cur)
+	}
+	if !ok {
 		return db.named("incrbuffered", keyName(key), fmt.Errorf("buffered sum: %w", ErrOverflow))
 	}
-	b.deltas[key] = cur + delta
+	b.deltas[key] = cur
 	return nil
 }
 
-// take empties the buffer and returns what it held.
+// addInt64 returns a+b and whether the sum stays inside int64.
+func addInt64(a, b int64) (int64, bool) {
+	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// take empties the buffer and returns what it held, counted as taken until
+// settle.
 func (b *buffer) take() map[string]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	d := b.deltas
 	b.deltas = map[string]int64{}
+	b.taken = d
 	return d
 }
 
@@ -82,11 +101,17 @@ func (b *buffer) isClosed() bool {
 	return b.closed
 }
 
-// restore adds deltas that could not be written back into the buffer.
-// overwrite is the planted bug FlushLosesConcurrent.
-func (b *buffer) restore(d map[string]int64, overwrite bool) {
+// settle ends a flush of the deltas take returned: they are no longer
+// taken, and when restore says so (nothing was written) they go back into
+// the buffer, added to what was buffered meanwhile; IncrBuffered kept each
+// sum inside int64. overwrite is the planted bug FlushLosesConcurrent.
+func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.taken = nil
+	if !restore {
+		return
+	}
 	for k, v := range d {
 		if overwrite {
 			b.deltas[k] = v
@@ -99,10 +124,11 @@ func (b *buffer) restore(d map[string]int64, overwrite bool) {
 // Flush writes the buffered increments in one transaction, keys in sorted
 // order. A key whose stored value is bytes, or whose sum would overflow,
 // loses its buffered delta and is named in the returned *FlushError (which
-// wraps ErrNotInteger or ErrOverflow); the others are written. If the transaction
-// cannot start or commit (ErrBusy, ErrDiskFull), the deltas go back into the
-// buffer for the next flush; after an I/O error they are lost with the handle.
-// Flush returns ErrClosed after Close.
+// wraps ErrNotInteger or ErrOverflow); the others are written. If the
+// transaction cannot start, run or commit (ErrBusy, ErrDiskFull), nothing is
+// written and the deltas go back into the buffer for the next flush; after
+// an I/O error they are lost with the handle. Flush returns ErrClosed after
+// Close, and once the handle has failed, the error that ended it.
 //
 // Flush first waits for a background flush in flight (or until ctx ends),
 // so when it returns nil every increment buffered before the call is
@@ -115,9 +141,6 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed)
 	}
-	if db.dead.Load() {
-		return db.named("flush", "", db.failedEarlier())
-	}
 	if err := db.takeTurn(ctx); err != nil {
 		return db.named("flush", "", err)
 	}
@@ -126,6 +149,11 @@ func (db *DB) Flush(ctx context.Context) error {
 		return db.named("flush", "", ErrClosed) // Close ran while Flush waited
 	}
 	earlier := db.buf.takeLost()
+	if db.dead.Load() {
+		// A background flush that ended the handle lost its deltas:
+		// earlier names them.
+		return db.named("flush", "", joinErrors(earlier, db.failedEarlier()))
+	}
 	return db.named("flush", "", joinErrors(earlier, db.flushTaken(ctx, db.buf.take(), true)))
 }
 
@@ -163,9 +191,7 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		err = db.flush(ctx, d)
 	}
 	restored := restore && err != nil && errors.Is(err, errNotWritten)
-	if restored {
-		db.buf.restore(d, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
-	}
+	db.buf.settle(d, restored, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
 	if end != nil {
 		end(now, err, restored)
 	}
@@ -195,7 +221,11 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		}
 		for _, k := range keys {
 			if _, err := db.incrBy(ctx, now, k, d[k], 0); err != nil {
-				if fatal(err) || ctx.Err() != nil {
+				if !keyRefused(err) || ctx.Err() != nil {
+					// Not the key's own trouble: a full disk, say, on
+					// which SQLite may have rolled the transaction back
+					// already; the keys after it would be written one
+					// by one, outside it, and again by the next flush.
 					_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 					return notWritten(err)
 				}
@@ -217,6 +247,13 @@ func (db *DB) flush(ctx context.Context, d map[string]int64) error {
 		return err
 	}
 	return &FlushError{Dropped: dropped}
+}
+
+// keyRefused reports whether err is an increment's refusal of its key's
+// value (bytes, or a sum outside int64), which changes nothing else: the
+// flush drops that key's delta and goes on.
+func keyRefused(err error) bool {
+	return errors.Is(err, ErrNotInteger) || errors.Is(err, ErrOverflow)
 }
 
 // FlushError is the error Flush (and Close) return when some keys' buffered

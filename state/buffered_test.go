@@ -2,9 +2,12 @@ package state_test
 
 import (
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +106,65 @@ func TestIncrBufferedConcurrent(t *testing.T) {
 		require.NoError(t, f.db.Flush(f.ctx))
 		assert.Equal(t, "int:4000", f.get("n"))
 	})
+}
+
+// firstFlushRuns is a flush observer that runs fn once, in the first
+// flush, after it took the deltas from the buffer and before it writes.
+type firstFlushRuns struct {
+	once sync.Once
+	fn   func()
+}
+
+// Flushing runs fn in the first flush.
+func (o *firstFlushRuns) Flushing(map[string]int64) (func(int64), func(int64, error, bool)) {
+	o.once.Do(o.fn)
+	return nil, nil
+}
+
+// TestIncrBufferedOverflowBesideAFlushInFlight: while a flush holds
+// MaxInt64 for "n", taken from the buffer, an IncrBuffered("n", 1) finds
+// the buffer empty; the flush then writes nothing (a full disk) and puts
+// its delta back. The buffered sum must not wrap: before, it became
+// MinInt64, and the next Flush dropped "n" naming a delta of
+// -9223372036854775808 that nobody buffered, losing both. Every accepted
+// delta must be written; one that would take the sum out of int64 is
+// refused with ErrOverflow.
+func TestIncrBufferedOverflowBesideAFlushInFlight(t *testing.T) {
+	fm := newFltMachine(t)
+	var db *state.DB
+	var during error
+	obs := &firstFlushRuns{fn: func() {
+		during = db.IncrBuffered("n", 1)
+		fm.m.SetWriteBudget(0)
+	}}
+	db = fm.open(1, hooks.Option(hooks.Engine{Flushes: obs}).(state.Option))
+	require.NoError(t, db.Set(fm.ctx, "n", -10))
+	require.NoError(t, db.IncrBuffered("n", math.MaxInt64))
+	require.ErrorIs(t, db.Flush(fm.ctx), state.ErrDiskFull, "the first flush wrote nothing")
+	fm.m.SetWriteBudget(-1)
+	require.NoError(t, db.Flush(fm.ctx), "every accepted delta fits: -10 + MaxInt64 (+1)")
+	want := int64(math.MaxInt64 - 10) // -10 + MaxInt64
+	if during == nil {
+		want++ // and the +1, had it been accepted
+	}
+	assert.Equal(t, strconv.FormatInt(want, 10), fm.get(db, "n"))
+	require.ErrorIs(t, during, state.ErrOverflow, "the buffered sum, with the flush's, would leave int64")
+}
+
+// TestIncrBufferedAfterCloseIsErrClosed: after Close, IncrBuffered returns
+// ErrClosed, as every call does, on a handle that had failed and on a
+// read-only one too. Before, it returned the handle's old failure, or
+// ErrReadOnly.
+func TestIncrBufferedAfterCloseIsErrClosed(t *testing.T) {
+	fm := newFltMachine(t)
+	db := fm.open(1)
+	fm.m.FailAt(faults.OpWrite, 1)
+	_, err := db.Incr(fm.ctx, "n")
+	require.ErrorIs(t, err, state.ErrIO)
+	require.NoError(t, db.Close())
+	assert.ErrorIs(t, db.IncrBuffered("n", 1), state.ErrClosed, "a failed handle, closed")
+
+	ro := fm.open(2, state.WithReadOnly())
+	require.NoError(t, ro.Close())
+	assert.ErrorIs(t, ro.IncrBuffered("n", 1), state.ErrClosed, "a read-only handle, closed")
 }

@@ -2,9 +2,13 @@ package state_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,4 +54,122 @@ func TestFlushCancelledWhileCloseWaitsLosesNothing(t *testing.T) {
 		return
 	}
 	assert.Equal(t, state.IntValue(5), v, "written once")
+}
+
+// heldFlush is a flush observer that holds the first flush, after it took
+// the deltas and before it writes them, until release is closed, and
+// records when that flush has ended.
+type heldFlush struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+	ended   atomic.Bool
+}
+
+// Flushing holds the first flush and marks its end.
+func (o *heldFlush) Flushing(map[string]int64) (func(int64), func(int64, error, bool)) {
+	first := false
+	o.once.Do(func() {
+		first = true
+		close(o.entered)
+		<-o.release
+	})
+	if !first {
+		return nil, nil
+	}
+	return nil, func(int64, error, bool) { o.ended.Store(true) }
+}
+
+// TestCloseTwiceAtOnceWaitsForTheFirstFlush: a second Close called while
+// the first is still flushing returns ErrClosed only once the first has
+// written the buffer (it waits for the flush's turn), so a program whose
+// main goroutine's deferred Close returns, and exits, does not cut off the
+// flush of a Close a signal handler began. The pause only orders the
+// calls; if the machine delays the second Close, the test checks the same
+// promise on an easier path.
+func TestCloseTwiceAtOnceWaitsForTheFirstFlush(t *testing.T) {
+	path := t.TempDir() + "/x.state"
+	obs := &heldFlush{entered: make(chan struct{}), release: make(chan struct{})}
+	db, err := state.Open(path, state.WithoutBackground(), hooks.Option(hooks.Engine{Flushes: obs}).(state.Option))
+	require.NoError(t, err)
+	require.NoError(t, db.IncrBuffered("n", 5))
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- db.Close() }()
+	<-obs.entered // the first Close took the buffer
+	go func() { second <- db.Close() }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-second:
+		require.ErrorIs(t, err, state.ErrClosed)
+		require.True(t, obs.ended.Load(), "the second Close returned while the first had not written the buffer")
+	default:
+		close(obs.release)
+		require.ErrorIs(t, <-second, state.ErrClosed)
+		require.True(t, obs.ended.Load(), "the second Close returned while the first had not written the buffer")
+	}
+	require.NoError(t, <-first)
+	again, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer again.Close()
+	v, err := again.Get(context.Background(), "n")
+	require.NoError(t, err)
+	assert.Equal(t, state.IntValue(5), v)
+}
+
+// TestIncrBufferedWhileClosingCountsExactly: goroutines buffer increments
+// and call Flush while the background flusher runs and several Closes
+// race; every IncrBuffered that returned nil is in the file once, and
+// every other one returned ErrClosed.
+func TestIncrBufferedWhileClosingCountsExactly(t *testing.T) {
+	for round := range 5 {
+		path := fmt.Sprintf("%s/c%d.state", t.TempDir(), round)
+		db, err := state.Open(path, state.WithFlushInterval(time.Millisecond))
+		require.NoError(t, err)
+		var acked atomic.Int64
+		var wg sync.WaitGroup
+		busy := make(chan struct{}) // the Closes begin once work is under way
+		for g := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 2000 {
+					if err := db.IncrBuffered("n", 1); err != nil {
+						assert.ErrorIs(t, err, state.ErrClosed)
+						return
+					}
+					acked.Add(1)
+					if g == 0 && i == 500 {
+						close(busy)
+					}
+					if i%300 == g {
+						if err := db.Flush(context.Background()); err != nil {
+							assert.ErrorIs(t, err, state.ErrClosed)
+						}
+					}
+				}
+			}()
+		}
+		<-busy
+		closed := make(chan error, 3)
+		for range 3 {
+			go func() { closed <- db.Close() }()
+		}
+		nils := 0
+		for range 3 {
+			if err := <-closed; err == nil {
+				nils++
+			} else {
+				assert.ErrorIs(t, err, state.ErrClosed)
+			}
+		}
+		assert.Equal(t, 1, nils, "one Close closes")
+		wg.Wait()
+		again, err := state.Open(path, state.WithoutBackground())
+		require.NoError(t, err)
+		v, err := again.Get(context.Background(), "n")
+		if assert.NoError(t, err) {
+			assert.Equal(t, state.IntValue(acked.Load()), v)
+		}
+		require.NoError(t, again.Close())
+	}
 }

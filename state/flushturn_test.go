@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,31 @@ func TestBackgroundFlushErrorsAreReported(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrNotInteger, "Close reports what no Flush did")
 	assert.ErrorIs(t, err, state.ErrBackgroundFlush)
 	assert.Contains(t, err.Error(), `"b"`)
+}
+
+// TestBackgroundFlushIOErrorIsReportedByTheNextFlush: a background flush
+// that ends the handle with an I/O error loses its deltas with it; the
+// next Flush says so, naming them, as for any background flush that lost
+// its deltas, beside the handle's failure, and Close does not say it
+// again. Before, Flush returned only "the handle failed earlier", and the
+// lost increments were named by Close alone.
+func TestBackgroundFlushIOErrorIsReportedByTheNextFlush(t *testing.T) {
+	m := faults.NewMemFS(1)
+	db, err := state.Open("bg.state", state.WithFS(m.Process(1)), state.WithFlushInterval(time.Millisecond), state.WithSweepInterval(0))
+	require.NoError(t, err)
+	require.NoError(t, db.IncrBuffered("n", 7))
+	m.FailAt(faults.OpWrite, 1) // the background flush's first write
+	deadline := time.Now().Add(10 * time.Second)
+	for db.IncrBuffered("m", 0) == nil {
+		require.True(t, time.Now().Before(deadline), "no background flush")
+		time.Sleep(time.Millisecond)
+	}
+	err = db.Flush(context.Background())
+	require.ErrorIs(t, err, state.ErrIO)
+	assert.ErrorIs(t, err, state.ErrBackgroundFlush, "the background flush's own error: %v", err)
+	assert.Contains(t, err.Error(), `"n" +7`, "names what the background flush lost")
+	closeErr := db.Close()
+	if closeErr != nil {
+		assert.NotContains(t, closeErr.Error(), `"n" +7`, "reported once")
+	}
 }
