@@ -181,6 +181,12 @@ func (tx *Tx) run(err error) error {
 	if err != nil && (fatal(err) || remoteTrouble(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && tx.broken == nil {
 		tx.broken = err
 	}
+	if err != nil && tx.broken == nil && tx.rt == nil && tx.db.autocommit() {
+		// SQLite rolled the whole transaction back (a full disk, a
+		// lock it could not get): a later verb would run on its own,
+		// outside it, and be written whatever Update returns.
+		tx.broken = fmt.Errorf("%w (SQLite rolled the transaction back)", err)
+	}
 	return err
 }
 
