@@ -138,10 +138,10 @@ func WithFlushInterval(d time.Duration) Option {
 // WithoutBackground starts none of the engine's goroutines — no background
 // sweep, no background flush, no background checkpoint (SQLite then
 // checkpoints on the handle's own connection, as it does by default) — and
-// turns off the small sweeps that follow writes. (database/sql keeps one
-// goroutine of its own per handle, idle: the handle has its one connection
-// from Open.) A simulator that calls Sweep and Flush itself at virtual
-// times uses it.
+// turns off the small sweeps that follow writes. (database/sql keeps an
+// idle goroutine of its own for each pool it opens; it runs no engine
+// code.) A simulator that calls Sweep and Flush itself at virtual times
+// uses it.
 func WithoutBackground() Option { return func(cfg *config) { cfg.background = false } }
 
 // WithReadOnly opens the file for reading only: it must exist and be a
