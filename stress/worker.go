@@ -239,7 +239,9 @@ func withoutFlushErrors(err error) error {
 // ownFlushError drops from what Flush or Close returned the errors of
 // earlier background flushes (state.ErrBackgroundFlush): the flush
 // recorder journalled those flushes, and their outcomes, when they ran.
-// What is left is the call's own.
+// What is left is the call's own. A background flush's error wraps the
+// mark and its own cause side by side: that cause is the background
+// flush's, not the call's.
 func ownFlushError(err error) error {
 	if !errors.Is(err, state.ErrBackgroundFlush) {
 		return err
@@ -248,6 +250,9 @@ func ownFlushError(err error) error {
 		j, ok := e.(interface{ Unwrap() []error })
 		if !ok {
 			continue
+		}
+		if slices.Contains(j.Unwrap(), state.ErrBackgroundFlush) {
+			return nil // one background flush's error, and nothing of the call's
 		}
 		var rest []error
 		for _, x := range j.Unwrap() {
