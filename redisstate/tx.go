@@ -43,6 +43,7 @@ var errRetryNow = fmt.Errorf("%w: its answers hold at no single server time", er
 // or fn fails, never for an attempt that is run again.
 func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 	var ahead []string // keys the attempts so far read, read first on the next (txprefetch.go)
+	forTime := 0       // attempts started over for their time, not for another writer
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return state.ErrClosed
@@ -54,8 +55,11 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		if !errors.Is(err, errRetry) {
 			return err
 		}
+		if errors.Is(err, errRetryNow) {
+			forTime++
+		}
 		if attempt == txAttempts {
-			return fmt.Errorf("%w: the transaction's keys kept changing under it: %d attempts conflicted with other writers", state.ErrBusy, txAttempts)
+			return txGaveUp(forTime)
 		}
 		if errors.Is(err, errRetryNow) {
 			continue
@@ -66,6 +70,21 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 			return fmt.Errorf("statekit: %w", err)
 		}
 	}
+}
+
+// txGaveUp is Update's error after txAttempts attempts, forTime of them
+// started over because their answers held at no single server time (a key
+// found absent may have expired after the time the attempt runs at), the
+// rest because another writer changed a key the attempt read.
+func txGaveUp(forTime int) error {
+	conflicts := txAttempts - forTime
+	switch {
+	case forTime == 0:
+		return fmt.Errorf("%w: the transaction's keys kept changing under it: %d attempts conflicted with other writers", state.ErrBusy, txAttempts)
+	case conflicts == 0:
+		return fmt.Errorf("%w: %d attempts read keys whose answers held at no single server time (keys expiring as they were read), and started over", state.ErrBusy, txAttempts)
+	}
+	return fmt.Errorf("%w: of %d attempts, %d conflicted with other writers and %d read keys whose answers held at no single server time (keys expiring as they were read)", state.ErrBusy, txAttempts, conflicts, forTime)
 }
 
 // attempt runs fn once and commits what it wrote. It first reads the keys

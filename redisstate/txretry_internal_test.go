@@ -3,6 +3,7 @@ package redisstate
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,27 @@ func TestUpdateRetriesForTimeWithoutPause(t *testing.T) {
 	}
 	if runs != 2 || len(pauses) != 1 {
 		t.Fatalf("%d runs, pauses %v: a conflict is run again after one pause", runs, pauses)
+	}
+}
+
+// TestUpdateGivingUpSaysWhy: Update's ErrBusy after its last attempt says
+// why the attempts started over: other writers, keys expiring as they
+// were read (answers at no single server time), or both, with counts.
+func TestUpdateGivingUpSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		forTime int
+		want    string
+	}{
+		{0, "32 attempts conflicted with other writers"},
+		{txAttempts, "32 attempts read keys whose answers held at no single server time"},
+		{5, "of 32 attempts, 27 conflicted with other writers and 5 read keys whose answers held at no single server time"},
+	} {
+		err := txGaveUp(c.forTime)
+		if !errors.Is(err, state.ErrBusy) {
+			t.Fatalf("%d for time: %v is not ErrBusy", c.forTime, err)
+		}
+		if got := err.Error(); !strings.Contains(got, c.want) {
+			t.Errorf("%d for time: %q does not say %q", c.forTime, got, c.want)
+		}
 	}
 }
