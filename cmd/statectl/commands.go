@@ -53,6 +53,9 @@ func (a *app) dispatch(args []string) error {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 2 {
+			return exit(exitError, "help takes one command, not %q too (see statectl help)", args[2])
+		}
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
 				c.usage(a.stdout)
