@@ -19,8 +19,10 @@ import (
 // while another caller waits for a new one is handed to that caller as it
 // is. So each connection looks at its socket itself before it writes after
 // a pause: a server that has closed it has left an end of file or a reset
-// there, and the command is not written at all (errClosedBeforeSend:
-// nothing was applied, and run sends it again on another connection).
+// there, and the command is not written at all (errClosedBeforeSend: the
+// verb is ErrUnavailable, nothing applied). It is not sent again: a verb
+// runs on the connection it was given or not at all, so it never runs on a
+// restarted server long after it was called.
 // TLS connections are left as go-redis makes them: their sockets hold
 // records that are not replies.
 

@@ -17,7 +17,7 @@ import (
 // connection back without looking at it) is gone when the next command
 // is written. The command is not written: the error is errClosedBeforeSend,
 // which the store reports as ErrUnavailable (nothing applied), never as
-// ErrOutcomeUnknown, and run sends a script again on another connection.
+// ErrOutcomeUnknown; the next verb runs on another connection.
 func TestCommandOnAConnectionTheServerClosedIsNotSent(t *testing.T) {
 	s, srv := openStore(t)
 	ctx := context.Background()
@@ -33,7 +33,7 @@ func TestCommandOnAConnectionTheServerClosedIsNotSent(t *testing.T) {
 	assert.NotErrorIs(t, failed, state.ErrOutcomeUnknown)
 	assert.False(t, mayHaveRun(failed))
 
-	// run takes another connection: the verb succeeds on the restarted server.
+	// The next verb takes another connection: it succeeds on the restarted server.
 	require.NoError(t, s.Set(ctx, "k", state.IntValue(3), 0))
 	v, err := s.Get(ctx, "k")
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package redisstate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -114,11 +113,6 @@ func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
 	return s.cluster.MasterForKey(ctx, key)
 }
 
-// closedTries bounds how often run takes another connection after one the
-// server had closed (errClosedBeforeSend): each try drops one, and a pool
-// holds up to PoolSize of them.
-const closedTries = 16
-
 // redirectTries bounds how often a command is sent again after a cluster
 // redirect (MOVED, ASK) while the slot map is reloaded.
 const redirectTries = 8
@@ -138,9 +132,6 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 			return nil, s.fail(ctx, err, reads)
 		}
 		res, err := sc.Run(ctx, c, keys, args...).Slice()
-		if errors.Is(err, errClosedBeforeSend) && try < closedTries {
-			continue // not sent: sent again on another connection
-		}
 		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
 			s.cluster.ReloadState(ctx)
 			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
