@@ -45,7 +45,9 @@ func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter
 func (w *waiter) pause(code int, why string, d time.Duration) error {
 	remaining := time.Until(w.deadline)
 	if remaining <= 0 {
-		if w.said {
+		// The whole wait has passed, though perhaps all of it in watch
+		// before the "waiting up to" line had a reason to be printed.
+		if w.o.wait > 0 {
 			why += fmt.Sprintf(" (waited %s)", w.o.wait)
 		}
 		return exit(code, "%s", why)
