@@ -121,17 +121,21 @@ func (d *driver) readNotes() error {
 
 // history reads every worker's journal. An op a kill left unknown gets
 // the time its process was seen dead as the bound of its outcome; on
-// Redis, the first time the server was seen dead after its call, when
-// earlier. A flush that wrote nothing and put its deltas back (recorded
+// Redis, the death of the last server its command could have reached,
+// when earlier (boundByOutage). A flush that wrote nothing and put its deltas back (recorded
 // with no increments), a sweep that deleted nothing (a Del of no keys),
 // and a call the server refused (a refused note) are left out.
 func (d *driver) history() ([]linearizability.Op, error) {
 	journals := make([][]linearizability.Op, 0, len(d.procs))
 	for i, p := range d.procs {
 		refused := map[opID]bool{}
+		heard := map[opID]int64{} // when an uncertain call's error returned
 		for _, n := range d.notes[i] {
-			if n.Kind == noteRefused {
+			switch n.Kind {
+			case noteRefused:
 				refused[opID{n.Client, n.Seq}] = true
+			case noteUncertain:
+				heard[opID{n.Client, n.Seq}] = n.Return
 			}
 		}
 		f, err := os.Open(p.cfg.Journal)
@@ -163,7 +167,11 @@ func (d *driver) history() ([]linearizability.Op, error) {
 				if op.Return <= op.Call && p.killed {
 					d.report.Cut++
 				}
-				op.Return = d.redis.boundByOutage(op.Call, p.endNanos)
+				last, ok := heard[opID{op.Client, op.Seq}]
+				if !ok {
+					last = p.endNanos // cut by a kill: heard of until its process died
+				}
+				op.Return = d.redis.boundByOutage(last, p.endNanos)
 			case op.Unknown && op.Return <= op.Call:
 				op.Return = p.endNanos
 				if p.killed {

@@ -98,8 +98,14 @@
 // whose answer was lost keeps that estimate, while it ran somewhere
 // between its call and its end: the time its process was seen dead and
 // the server had dropped its connections (a command sitting in the
-// server's input buffer still runs after the client died), or the time
-// the server was seen dead, if earlier. Its server time is not bounded by
+// server's input buffer still runs after the client died), or, if
+// earlier, the time the server was seen dead in the first restart that
+// began after the client last heard of the call (its error returned, or
+// its process died). A killed server stays down 50 ms before it is
+// started again, so a reply lost to the kill and reported within that gap
+// is bounded by the kill itself; one reported later may have been sent to
+// the new server (go-redis dials again while the server restarts), and is
+// bounded by the next kill. Its server time is not bounded by
 // its end, though: a call that timed out on a slow server stays in the
 // server's input buffer and runs later (seen: 133 ms after the client gave
 // up, behind a slow fsync; 223 ms after its estimate on a loaded machine).

@@ -29,13 +29,20 @@ const (
 	// goneWait bounds how long the driver waits, after a worker died, for
 	// the server to drop that worker's connections.
 	goneWait = 30 * time.Second
+	// relaunchGap is how long a killed server stays down before it is
+	// started again. A reply lost to the kill and reported within it was
+	// certainly sent to the dead server, so its op is bounded by the
+	// kill (boundByOutage); one reported later may have been sent to the
+	// new server.
+	relaunchGap = 50 * time.Millisecond
 )
 
 // outage is one SIGKILL of the server and its restart, on CLOCK_MONOTONIC:
-// the kill was sent at kill, the process was seen dead at dead, and the
-// restarted server answered PING at up.
+// the kill was sent at kill, the process was seen dead at dead, the new
+// server was started at relaunch (no connection to it exists before), and
+// it answered PING at up.
 type outage struct {
-	kill, dead, up int64
+	kill, dead, relaunch, up int64
 }
 
 // redisRun is what the driver keeps of the Redis server a run attacks.
@@ -148,6 +155,8 @@ func (d *driver) killServer() error {
 	o := outage{kill: monotonicNanos()}
 	s.Kill()
 	o.dead = monotonicNanos()
+	time.Sleep(relaunchGap)
+	o.relaunch = monotonicNanos()
 	if err := s.Relaunch(); err != nil {
 		return fmt.Errorf("stress: %w", err)
 	}
@@ -191,19 +200,22 @@ func (d *driver) awaitGone(p *proc) {
 }
 
 // boundByOutage returns the time by which an unknown op called at call
-// had certainly ended: ret, or the first time after call that the server
-// was seen dead, if earlier. A command either ran before the server died
-// or never: a restarted server has none of the old connections.
-func (r *redisRun) boundByOutage(call, ret int64) int64 {
+// had certainly ended, when it was last heard of (its error returned, or
+// its process died) at heard, and its process was seen gone at end. Its
+// command was sent at some time between call and heard, to the server
+// running then, and runs before that server dies or never: a restarted
+// server has none of the old connections. So the bound is the death of the
+// last server that could have taken it, the one running before the first
+// relaunch after heard, or end if earlier. The command need not have gone
+// to the server running at call: go-redis dials again while a server
+// restarts, and a process may be descheduled across a whole restart.
+func (r *redisRun) boundByOutage(heard, end int64) int64 {
 	for _, o := range r.outages {
-		if o.dead >= call {
-			if o.dead < ret {
-				return o.dead
-			}
-			break
+		if o.relaunch >= heard {
+			return min(o.dead, end)
 		}
 	}
-	return ret
+	return end
 }
 
 // duringOutage reports whether [call, ret] meets a time the server was
