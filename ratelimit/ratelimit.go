@@ -21,7 +21,9 @@ type Limiter interface {
 	// Allow decides one request under key: AllowN(ctx, key, 1).
 	Allow(ctx context.Context, key string) (Decision, error)
 	// AllowN decides a request that costs n (1 <= n <= the limit) under
-	// key: all n are allowed together, or none is counted.
+	// key: all n are allowed together, or none is, and a refused request
+	// takes no room from later ones (a fixed window counts a refused
+	// request of one, but only in a window already full).
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
 }
 
