@@ -129,8 +129,10 @@ func WithPoll(d time.Duration) Option {
 //
 // GetOrCompute returns ErrInvalidArgument for bad arguments, ErrWaitTimeout
 // when the wait ran out, ErrNotBytes when key holds an integer,
-// state.ErrInvalidValue when fn returned more than state.MaxValueBytes, and
-// the file's errors (ErrBusy, ErrIO, a cancelled ctx) as they come.
+// state.ErrInvalidValue when fn returned more than state.MaxValueBytes,
+// state.ErrNotDurable on a miss on a Redis server that may lose or evict a
+// lease (see the package doc; fn is not run), and the file's errors
+// (ErrBusy, ErrIO, a cancelled ctx) as they come.
 func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Duration,
 	fn func(ctx context.Context) ([]byte, error), opts ...Option) ([]byte, error) {
 	c := config{lease: DefaultLease, maxWait: DefaultMaxWait, poll: DefaultPoll}

@@ -375,3 +375,69 @@ func TestBadArguments(t *testing.T) {
 	assert.ErrorIs(t, err, state.ErrInvalidKey)
 	assert.Zero(t, calls.Load(), "nothing computed")
 }
+
+// TestWaitersComputeAfterAFailedFill: a fill whose fn fails or panics while
+// other callers wait for it releases its lease, so one waiter takes it over
+// and computes at once (the engine's clock never moves here, so a lease left
+// to lapse would keep them waiting); the error, or the panic, goes to the
+// failed caller only, and every waiter gets the waiter's value.
+func TestWaitersComputeAfterAFailedFill(t *testing.T) {
+	const waiters = 6
+	boom := errors.New("backend down")
+	for _, panics := range []bool{false, true} {
+		t.Run(fmt.Sprintf("panics=%v", panics), func(t *testing.T) {
+			db, _ := openDB(t)
+			ctx := capped(t)
+			var misses atomic.Int64
+			cache.SetMissHook(func(string) { misses.Add(1) })
+			t.Cleanup(func() { cache.SetMissHook(nil) })
+
+			started := make(chan struct{})
+			var failed error
+			var recovered any
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				defer func() { recovered = recover() }()
+				_, failed = cache.GetOrCompute(ctx, db, "k", time.Hour, func(ctx context.Context) ([]byte, error) {
+					close(started)
+					// Fail only once every waiter has missed and so waits.
+					for misses.Load() < waiters+1 {
+						if err := ctx.Err(); err != nil {
+							return nil, err
+						}
+						time.Sleep(time.Millisecond)
+					}
+					if panics {
+						panic("bug")
+					}
+					return nil, boom
+				})
+			}()
+			<-started
+
+			var calls atomic.Int64
+			var wg sync.WaitGroup
+			got := make([]string, waiters)
+			errs := make([]error, waiters)
+			for i := range waiters {
+				wg.Go(func() {
+					v, err := cache.GetOrCompute(ctx, db, "k", time.Hour, counting(&calls, "fresh"), cache.WithPoll(time.Millisecond))
+					got[i], errs[i] = string(v), err
+				})
+			}
+			wg.Wait()
+			<-done
+			if panics {
+				assert.Equal(t, "bug", recovered, "the panic goes to the failed caller")
+			} else {
+				assert.ErrorIs(t, failed, boom, "the error goes to the failed caller")
+			}
+			for i := range waiters {
+				require.NoError(t, errs[i], "waiter %d", i)
+				assert.Equal(t, "fresh", got[i], "waiter %d", i)
+			}
+			assert.EqualValues(t, 1, calls.Load(), "one waiter took the lease over and computed")
+		})
+	}
+}

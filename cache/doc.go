@@ -11,7 +11,12 @@
 // time on the engine's clock. Goroutines and processes sharing the file
 // share the fill: a cold key costs one computation, not one per caller. The
 // same holds for the processes sharing a Redis server, for a *state.DB
-// opened on a Redis URL (package redisstate).
+// opened on a Redis URL (package redisstate), if the server keeps every
+// acknowledged write and evicts nothing, as a lease's fencing token needs:
+// on one that may lose a write (appendonly no) or evict keys (a maxmemory
+// policy other than noeviction, as cache servers often run), Lease refuses
+// with state.ErrNotDurable, so every miss does, before computing, unless
+// the URL accepts the risk with allow_unsafe_leases=true.
 //
 // Values are bytes; the caller encodes and decodes them. A value expires ttl
 // after it was written; expiry is the engine's (an expired value is absent

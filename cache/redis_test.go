@@ -1,10 +1,16 @@
 package cache_test
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/statekit/statekit/cache"
 	"github.com/statekit/statekit/internal/redistest"
 	_ "github.com/statekit/statekit/redisstate" // the workers open redis:// URLs
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestProcessesShareOneFillOnRedis is TestProcessesShareOneFill over a
@@ -15,4 +21,40 @@ func TestProcessesShareOneFillOnRedis(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	requireOneFill(t, redistest.Start(t).URL("cache:"))
+}
+
+// TestNonDurableRedisIsRefusedBeforeComputing: a fill holds a lease, and
+// Lease refuses a Redis server that may lose an acknowledged write
+// (appendonly no) or evict keys (an allkeys-lru cache server) with
+// state.ErrNotDurable. GetOrCompute returns it on a miss and computes
+// nothing; with allow_unsafe_leases=true in the URL it fills as usual.
+func TestNonDurableRedisIsRefusedBeforeComputing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	for name, opts := range map[string][]redistest.Option{
+		"appendonly no": {redistest.WithoutPersistence()},
+		"allkeys-lru":   {redistest.WithArgs("--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t, opts...)
+			ctx := capped(t)
+			var calls atomic.Int64
+			db, err := state.Open(srv.URL("c:"))
+			require.NoError(t, err)
+			defer db.Close()
+			v, err := cache.GetOrCompute(ctx, db, "k", time.Minute, counting(&calls, "v"))
+			assert.ErrorIs(t, err, state.ErrNotDurable)
+			assert.Nil(t, v)
+			assert.Zero(t, calls.Load(), "nothing computed")
+
+			unsafe, err := state.Open(srv.URL("c:") + "&allow_unsafe_leases=true")
+			require.NoError(t, err)
+			defer unsafe.Close()
+			v, err = cache.GetOrCompute(ctx, unsafe, "k", time.Minute, counting(&calls, "v"))
+			require.NoError(t, err)
+			assert.Equal(t, "v", string(v))
+			assert.EqualValues(t, 1, calls.Load())
+		})
+	}
 }

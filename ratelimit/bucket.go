@@ -123,5 +123,5 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		d.Reset = time.Duration(tat - now)
 		d.RetryAfter = time.Duration(newTAT - b.tau - now)
 	}
-	return d, nil
+	return d.inWholeMillis(), nil
 }

@@ -151,5 +151,5 @@ func (f *FixedWindow) decision(count int64, allowed bool, left int64) Decision {
 	if !allowed || d.Remaining == 0 {
 		d.RetryAfter = time.Duration(left) // a new window starts empty, and n <= limit
 	}
-	return d
+	return d.inWholeMillis()
 }

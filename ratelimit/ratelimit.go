@@ -21,7 +21,9 @@ type Limiter interface {
 	// Allow decides one request under key: AllowN(ctx, key, 1).
 	Allow(ctx context.Context, key string) (Decision, error)
 	// AllowN decides a request that costs n (1 <= n <= the limit) under
-	// key: all n are allowed together, or none is counted.
+	// key: all n are allowed together, or none is, and a refused request
+	// takes no room from later ones (a fixed window counts a refused
+	// request of one, but only in a window already full).
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
 }
 
@@ -37,14 +39,36 @@ type Decision struct {
 	Remaining int64
 	// RetryAfter is how long until a request could be allowed: for a
 	// refused request, the same request of n; for an allowed one, another
-	// request of one (zero while Remaining > 0). It is what Retry-After
-	// says, rounded up to whole seconds.
+	// request of one (zero while Remaining > 0). It is whole milliseconds,
+	// rounded up, as the engine's time moves: a caller that waits it finds
+	// the request allowed, one that waits a millisecond less does not. It
+	// is what Retry-After says, rounded up to whole seconds.
 	RetryAfter time.Duration
 	// Reset is how long until the quota is whole again (Remaining back at
 	// Limit) if no other request comes: the end of a fixed window, the time
 	// the sliding window stops counting the requests it counts now, the
-	// time a token bucket is full again. It is what RateLimit-Reset says.
+	// time a token bucket is full again. It is whole milliseconds, rounded
+	// up, as RetryAfter is. It is what RateLimit-Reset says.
 	Reset time.Duration
+}
+
+// inWholeMillis returns d with RetryAfter and Reset rounded up to whole
+// milliseconds. The engine's time moves in whole milliseconds, so a moment
+// between two of them comes, for the engine, at the later one: a caller
+// that waited the exact nanoseconds (a token every 333,333,333 ns) would
+// find the engine's time short of it and be refused again.
+func (d Decision) inWholeMillis() Decision {
+	d.RetryAfter = ceilMillis(d.RetryAfter)
+	d.Reset = ceilMillis(d.Reset)
+	return d
+}
+
+// ceilMillis rounds d, never negative, up to whole milliseconds.
+func ceilMillis(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // Errors. Returned errors wrap them with the cause.

@@ -116,7 +116,7 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 	case prev > 0: // counted until the end of this one
 		d.Reset = time.Duration(left)
 	}
-	return d, nil
+	return d.inWholeMillis(), nil
 }
 
 // fits reports whether prev*(w-into)/w + cur + n <= limit, exactly:
