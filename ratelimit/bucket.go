@@ -70,6 +70,9 @@ func (b *TokenBucket) Allow(ctx context.Context, key string) (Decision, error) {
 
 // AllowN decides a request of n tokens (1 <= n <= burst) under key.
 func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if b == nil || b.db == nil {
+		return Decision{}, unmade("TokenBucket")
+	}
 	if err := checkRequest(key, n, b.burst, b.prefix, 0); err != nil {
 		return Decision{}, err
 	}

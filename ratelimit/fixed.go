@@ -61,6 +61,9 @@ func (f *FixedWindow) Allow(ctx context.Context, key string) (Decision, error) {
 // AllowN decides a request of n under key: allowed if the window's count
 // plus n is within the limit.
 func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if f == nil || f.db == nil {
+		return Decision{}, unmade("FixedWindow")
+	}
 	if err := checkRequest(key, n, f.limit, f.prefix, windowKeyRoom); err != nil {
 		return Decision{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -45,12 +46,14 @@ func OnError(fn func(w http.ResponseWriter, r *http.Request, err error)) HTTPOpt
 // on a 429 RateLimit-Reset names the same moment as Retry-After, as the
 // draft asks.
 //
-// NewMiddleware returns ErrInvalidConfig for a nil limiter, key function or
-// next handler.
+// NewMiddleware returns ErrInvalidConfig for a nil limiter (a nil
+// *FixedWindow too), key function or next handler.
 func NewMiddleware(l Limiter, key func(*http.Request) string, next http.Handler, opts ...HTTPOption) (http.Handler, error) {
 	switch {
 	case l == nil:
 		return nil, fmt.Errorf("middleware: %w: nil Limiter", ErrInvalidConfig)
+	case nilPointer(l):
+		return nil, fmt.Errorf("middleware: %w: nil Limiter (a nil %T)", ErrInvalidConfig, l)
 	case key == nil:
 		return nil, fmt.Errorf("middleware: %w: nil key function", ErrInvalidConfig)
 	case next == nil:
@@ -112,4 +115,10 @@ func seconds(d time.Duration) string {
 		s++
 	}
 	return strconv.FormatInt(max(s, 0), 10)
+}
+
+// nilPointer reports whether l is a nil pointer in a non-nil interface.
+func nilPointer(l Limiter) bool {
+	v := reflect.ValueOf(l)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

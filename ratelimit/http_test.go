@@ -119,9 +119,13 @@ func TestMiddlewareBadConfiguration(t *testing.T) {
 	next := http.NotFoundHandler()
 	for name, mk := range map[string]func() (http.Handler, error){
 		"nil limiter": func() (http.Handler, error) { return ratelimit.NewMiddleware(nil, byClient, next) },
-		"nil key":     func() (http.Handler, error) { return ratelimit.NewMiddleware(l, nil, next) },
-		"nil next":    func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, nil) },
-		"nil option":  func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, next, nil) },
+		"nil *FixedWindow": func() (http.Handler, error) {
+			var nilWindow *ratelimit.FixedWindow
+			return ratelimit.NewMiddleware(nilWindow, byClient, next)
+		},
+		"nil key":    func() (http.Handler, error) { return ratelimit.NewMiddleware(l, nil, next) },
+		"nil next":   func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, nil) },
+		"nil option": func() (http.Handler, error) { return ratelimit.NewMiddleware(l, byClient, next, nil) },
 		"nil OnError": func() (http.Handler, error) {
 			return ratelimit.NewMiddleware(l, byClient, next, ratelimit.OnError(nil))
 		},

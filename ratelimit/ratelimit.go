@@ -75,7 +75,8 @@ func ceilMillis(d time.Duration) time.Duration {
 var (
 	// ErrInvalidConfig is returned by the constructors for a configuration
 	// that cannot limit anything: a nil DB, a limit or window of zero or
-	// less, a rate or burst that does not fit in nanoseconds.
+	// less, a rate or burst that does not fit in nanoseconds; and by Allow
+	// and AllowN of a nil or zero limiter, which no constructor made.
 	ErrInvalidConfig = errors.New("ratelimit: invalid configuration")
 	// ErrInvalidRequest is returned by Allow and AllowN for a key the
 	// limiter cannot store under (empty, not UTF-8, holding NUL, or longer
@@ -192,6 +193,12 @@ func checkRequest(key string, n, limit int64, prefix string, room int) error {
 		return fmt.Errorf("%w: key %q: n %d, want 1..%d (%s)", ErrInvalidRequest, key, n, limit, bound)
 	}
 	return nil
+}
+
+// unmade is the error of a limiter of kind that its constructor did not
+// make (a nil pointer, or a zero value): it has no file and no limit.
+func unmade(kind string) error {
+	return fmt.Errorf("%w: a nil or zero %s; make it with New%s", ErrInvalidConfig, kind, kind)
 }
 
 // cut shortens a long key for an error message.

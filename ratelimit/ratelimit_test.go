@@ -292,6 +292,30 @@ func TestBadConfigurationIsAnError(t *testing.T) {
 	assert.NoError(t, err, "a window counts; any limit fits")
 }
 
+// TestLimiterNoConstructorMadeIsAnError: a nil limiter, or a zero value
+// (declared, not made by its constructor), has no file and no limit; its
+// Allow says so, naming the constructor, rather than panic or refuse the
+// request as if the request were bad.
+func TestLimiterNoConstructorMadeIsAnError(t *testing.T) {
+	var (
+		nilFixed   *ratelimit.FixedWindow
+		nilSliding *ratelimit.SlidingWindow
+		nilBucket  *ratelimit.TokenBucket
+	)
+	for name, l := range map[string]ratelimit.Limiter{
+		"nil FixedWindow":    nilFixed,
+		"nil SlidingWindow":  nilSliding,
+		"nil TokenBucket":    nilBucket,
+		"zero FixedWindow":   &ratelimit.FixedWindow{},
+		"zero SlidingWindow": &ratelimit.SlidingWindow{},
+		"zero TokenBucket":   &ratelimit.TokenBucket{},
+	} {
+		_, err := l.Allow(context.Background(), "alice")
+		require.ErrorIs(t, err, ratelimit.ErrInvalidConfig, name)
+		assert.Regexp(t, `make it with New(FixedWindow|SlidingWindow|TokenBucket)$`, err.Error(), name)
+	}
+}
+
 func TestBadRequestIsAnErrorAndWritesNothing(t *testing.T) {
 	db, _ := openDB(t)
 	for name, l := range limiters(t, db, 5, time.Minute) {

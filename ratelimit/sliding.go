@@ -59,6 +59,9 @@ func (s *SlidingWindow) Allow(ctx context.Context, key string) (Decision, error)
 // AllowN decides a request of n under key: allowed if the weighted count of
 // the last window plus n is within the limit.
 func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if s == nil || s.db == nil {
+		return Decision{}, unmade("SlidingWindow")
+	}
 	if err := checkRequest(key, n, s.limit, s.prefix, windowKeyRoom); err != nil {
 		return Decision{}, err
 	}
