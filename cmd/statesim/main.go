@@ -103,7 +103,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return opt, fmt.Errorf("-parallel %d: want >= 1", opt.parallel)
 	case opt.shrinkMax < 1:
 		return opt, fmt.Errorf("-shrink-runs %d: want >= 1", opt.shrinkMax)
-	case opt.seeds > 0 && opt.from+uint64(opt.seeds) < opt.from:
+	case opt.seeds > 0 && opt.from+uint64(opt.seeds-1) < opt.from:
 		return opt, fmt.Errorf("-from %d -seeds %d: past the last seed", opt.from, opt.seeds)
 	}
 	if opt.verbose {

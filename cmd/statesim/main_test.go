@@ -108,3 +108,19 @@ func TestManySeedsStopAtTheFirstFailure(t *testing.T) {
 	assert.Contains(t, out, "FAIL seed ")
 	assert.NotContains(t, out, "seeds: 50 run", "it should stop early")
 }
+
+func TestTheLastSeedRuns(t *testing.T) {
+	code, out, errOut := statesim(t, "-seeds", "1", "-from", "18446744073709551615", "-ops", "20", "-parallel", "1")
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "seeds: 1 run (18446744073709551615..18446744073709551615)")
+	code, _, errOut = statesim(t, "-seeds", "2", "-from", "18446744073709551615")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "past the last seed")
+}
+
+func TestHugeSeedCountStopsAtItsFirstFailure(t *testing.T) {
+	// 2^40 seeds: a list of them would not fit in memory.
+	code, out, _ := statesim(t, "-seeds", "1099511627776", "-ops", "300", "-bug", "read-ignores-deadline", "-parallel", "1", "-html", t.TempDir())
+	require.Equal(t, exitViolation, code, out)
+	assert.Contains(t, out, "seeds: 1 run (1..1), 1 failed")
+}

@@ -59,12 +59,8 @@ func (t *totals) add(r result) {
 
 // runMany runs -seeds seeds from -from and prints a summary.
 func runMany(opt options, stdout, stderr io.Writer) int {
-	seeds := make([]uint64, opt.seeds)
-	for i := range seeds {
-		seeds[i] = opt.from + uint64(i)
-	}
 	t := &totals{faults: map[string]int{}}
-	bar := newProgress(stderr, len(seeds))
+	bar := newProgress(stderr, opt.seeds)
 	start := time.Now()
 	done := func(r result) bool {
 		t.add(r)
@@ -77,9 +73,9 @@ func runMany(opt options, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if opt.parallel == 1 {
-		for _, s := range seeds {
+		for i := range opt.seeds {
 			cfg := opt.cfg
-			cfg.Seed = s
+			cfg.Seed = opt.from + uint64(i)
 			if opt.verbose {
 				cfg.Trace = stdout
 			}
@@ -88,7 +84,7 @@ func runMany(opt options, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		err = runParallel(opt, seeds, done)
+		err = runParallel(opt, done)
 	}
 	elapsed := time.Since(start)
 	bar.finish()

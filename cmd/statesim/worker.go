@@ -96,10 +96,11 @@ func (w *worker) stop() error {
 	return w.cmd.Wait()
 }
 
-// runParallel runs seeds on opt.parallel workers, calling done with each
-// result as it arrives (from one goroutine at a time), until the seeds run
-// out or done returns false. It returns the first worker failure.
-func runParallel(opt options, seeds []uint64, done func(result) bool) error {
+// runParallel runs opt.seeds seeds from opt.from on opt.parallel workers,
+// calling done with each result as it arrives (from one goroutine at a
+// time), until the seeds run out or done returns false. It returns the
+// first worker failure.
+func runParallel(opt options, done func(result) bool) error {
 	next := make(chan uint64)
 	quit := make(chan struct{}) // closed when no more seeds should be sent
 	var once sync.Once
@@ -143,9 +144,9 @@ func runParallel(opt options, seeds []uint64, done func(result) bool) error {
 		halt() // every worker is gone: nobody takes seeds
 	}()
 send:
-	for _, s := range seeds {
+	for i := range opt.seeds {
 		select {
-		case next <- s:
+		case next <- opt.from + uint64(i):
 		case <-quit:
 			break send
 		}
