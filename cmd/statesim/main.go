@@ -62,10 +62,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if opt.worker {
 		return serveWorker(opt, os.Stdin, stdout)
 	}
+	out := &fallbackWriter{w: stdout, stderr: stderr}
+	var code int
 	if opt.seeds == 0 {
-		return runOne(opt, stdout, stderr)
+		code = runOne(opt, out, stderr)
+	} else {
+		code = runMany(opt, out, stderr)
 	}
-	return runMany(opt, stdout, stderr)
+	if out.err != nil && code == exitOK {
+		return exitUsage
+	}
+	return code
 }
 
 // parse reads the flags. It returns flag.ErrHelp for -h.
