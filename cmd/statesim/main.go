@@ -10,7 +10,13 @@
 // of the failing partition to an HTML file it names. -shrink then looks for
 // a smaller run that fails the same way.
 //
-// Exit status: 0 when every check held, 1 on a violation, 2 on bad flags.
+// An interrupt (SIGINT, SIGTERM) stops -seeds: no seed more starts, the
+// summary says which seeds ran and which did not, and a second interrupt
+// ends statesim at once.
+//
+// Exit status: 0 when every check held, 1 on a violation, 2 on bad flags or
+// when statesim could not finish: interrupted, a worker failed, or its report
+// could not be written to stdout (the rest of it then goes to stderr).
 package main
 
 import (
@@ -19,7 +25,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 
 	"github.com/statekit/statekit/sim"
 )
@@ -46,11 +54,36 @@ type options struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, interrupts))
+}
+
+// interruptFunc starts catching interrupts: it returns a channel closed at
+// the first one, and a function that stops catching them.
+type interruptFunc func() (<-chan struct{}, func())
+
+// interrupts catches SIGINT and SIGTERM: the first closes the channel and
+// restores their default, so a second ends statesim at once.
+func interrupts() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	c, released := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			signal.Stop(sig)
+			close(c)
+		case <-released:
+		}
+	}()
+	return c, func() {
+		signal.Stop(sig)
+		close(released)
+	}
 }
 
 // run is main with its arguments and outputs, returning the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// A run of -seeds catches interrupts with interrupted (nil: none).
+func run(args []string, stdout, stderr io.Writer, interrupted interruptFunc) int {
 	opt, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -67,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if opt.seeds == 0 {
 		code = runOne(opt, out, stderr)
 	} else {
-		code = runMany(opt, out, stderr)
+		code = runMany(opt, out, stderr, interrupted)
 	}
 	if out.err != nil && code == exitOK {
 		return exitUsage

@@ -16,9 +16,15 @@ import (
 // worker by -parallel.
 const asStatesim = "STATESIM_TEST_AS_MAIN"
 
+// workerDies makes the test binary, re-executed as a worker, exit at once.
+const workerDies = "STATESIM_TEST_WORKER_DIES"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(workerDies) != "" {
+		os.Exit(3)
+	}
 	if os.Getenv(asStatesim) != "" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, nil))
 	}
 	os.Exit(m.Run())
 }
@@ -28,7 +34,7 @@ func TestMain(m *testing.M) {
 func statesim(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := run(args, &out, &errOut, nil)
 	return code, out.String(), errOut.String()
 }
 
@@ -123,4 +129,11 @@ func TestHugeSeedCountStopsAtItsFirstFailure(t *testing.T) {
 	code, out, _ := statesim(t, "-seeds", "1099511627776", "-ops", "300", "-bug", "read-ignores-deadline", "-parallel", "1", "-html", t.TempDir())
 	require.Equal(t, exitViolation, code, out)
 	assert.Contains(t, out, "seeds: 1 run (1..1), 1 failed")
+}
+
+func TestWorkerFailureExits2NamingTheSeed(t *testing.T) {
+	t.Setenv(workerDies, "1")
+	code, out, errOut := statesim(t, "-seeds", "4", "-from", "20", "-ops", "50", "-parallel", "2")
+	assert.Equal(t, exitUsage, code, out+errOut)
+	assert.Regexp(t, `statesim: worker: seed 2[01]: unexpected EOF`, errOut)
 }
