@@ -136,7 +136,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := st.Finish(); err != nil {
 		return opt, err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	switch {
+	case opt.seeds > 0 && given["seed"]:
+		return opt, fmt.Errorf("-seed with -seeds: the seeds start at -from (-from %d -seeds %d)", opt.cfg.Seed, opt.seeds)
+	case opt.seeds == 0 && given["from"]:
+		return opt, errors.New("-from without -seeds: run one seed with -seed")
 	case opt.seeds < 0:
 		return opt, fmt.Errorf("-seeds %d: want >= 0", opt.seeds)
 	case opt.parallel < 1:

@@ -137,3 +137,14 @@ func TestWorkerFailureExits2NamingTheSeed(t *testing.T) {
 	assert.Equal(t, exitUsage, code, out+errOut)
 	assert.Regexp(t, `statesim: worker: seed 2[01]: unexpected EOF`, errOut)
 }
+
+func TestSeedFlagsThatWouldBeIgnoredAreRefused(t *testing.T) {
+	// -seeds runs from -from: a -seed beside it would be dropped unseen.
+	code, out, errOut := statesim(t, "-seeds", "3", "-seed", "7000000", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-seed with -seeds: the seeds start at -from")
+	// -from alone would run seed 1.
+	code, out, errOut = statesim(t, "-from", "7000000", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-from without -seeds")
+}
