@@ -155,6 +155,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if opt.verbose {
 		opt.parallel = 1
 	}
+	if opt.seeds > 0 {
+		opt.parallel = min(opt.parallel, opt.seeds) // a worker more would have no seed
+	}
 	return opt, nil
 }
 

@@ -148,3 +148,10 @@ func TestSeedFlagsThatWouldBeIgnoredAreRefused(t *testing.T) {
 	assert.Equal(t, exitUsage, code, out)
 	assert.Contains(t, errOut, "-from without -seeds")
 }
+
+func TestNoMoreWorkersThanSeeds(t *testing.T) {
+	t.Setenv(asStatesim, "1")
+	code, out, errOut := statesim(t, "-seeds", "2", "-from", "20", "-ops", "50", "-parallel", "16")
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "seeds: 2 run (20..21), 0 failed; 2 workers")
+}
