@@ -62,10 +62,9 @@ func (t *totals) add(r result) {
 // and the summary says which seeds ran.
 func runMany(opt options, stdout, stderr io.Writer, interrupted interruptFunc) int {
 	var stop <-chan struct{}
+	release := func() {}
 	if interrupted != nil {
-		c, release := interrupted()
-		defer release()
-		stop = c
+		stop, release = interrupted()
 	}
 	t := &totals{faults: map[string]int{}}
 	bar := newProgress(stderr, opt.seeds)
@@ -103,6 +102,7 @@ func runMany(opt options, stdout, stderr io.Writer, interrupted interruptFunc) i
 		sent, lost, err = runParallel(opt, stop, done)
 	}
 	elapsed := time.Since(start)
+	release() // an interrupt from here on (say during -shrink) ends statesim
 	bar.finish()
 	printSummary(stdout, opt, t, elapsed)
 	stopped := closed(stop)
