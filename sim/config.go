@@ -118,7 +118,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("check timeout %s: want >= 0", c.CheckTimeout)
 	}
 	for _, r := range c.Rates.list() {
-		if *r.p < 0 || *r.p > 1 {
+		if !(*r.p >= 0 && *r.p <= 1) { // NaN too: no draw is ever below it
 			return fmt.Errorf("rate %s %g: want 0..1", r.name, *r.p)
 		}
 	}

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -329,4 +330,14 @@ func TestLostCallCutBeforeItsClaimIsLeftOut(t *testing.T) {
 		found += r.Stats.Unclaimed
 	}
 	assert.Positive(t, found, "no run cut a call before its claim while its process wrote")
+}
+
+func TestRateNotANumberIsRefused(t *testing.T) {
+	for _, v := range []string{"NaN", "nan", "-NaN"} {
+		_, err := sim.ParseReplay("statesim -seed 1 -powerloss " + v)
+		assert.Error(t, err, v)
+	}
+	cfg := sim.DefaultConfig(1)
+	cfg.Rates.Crash = math.NaN()
+	assert.ErrorContains(t, cfg.Validate(), "rate crash NaN")
 }

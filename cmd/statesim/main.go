@@ -10,7 +10,13 @@
 // of the failing partition to an HTML file it names. -shrink then looks for
 // a smaller run that fails the same way.
 //
-// Exit status: 0 when every check held, 1 on a violation, 2 on bad flags.
+// An interrupt (SIGINT, SIGTERM) stops -seeds: no seed more starts, the
+// summary says which seeds ran and which did not, and a second interrupt
+// ends statesim at once.
+//
+// Exit status: 0 when every check held, 1 on a violation, 2 on bad flags or
+// when statesim could not finish: interrupted, a worker failed, or its report
+// could not be written to stdout (the rest of it then goes to stderr).
 package main
 
 import (
@@ -19,7 +25,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
+	"syscall"
 
 	"github.com/statekit/statekit/sim"
 )
@@ -46,11 +54,36 @@ type options struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, interrupts))
+}
+
+// interruptFunc starts catching interrupts: it returns a channel closed at
+// the first one, and a function that stops catching them.
+type interruptFunc func() (<-chan struct{}, func())
+
+// interrupts catches SIGINT and SIGTERM: the first closes the channel and
+// restores their default, so a second ends statesim at once.
+func interrupts() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	c, released := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			signal.Stop(sig)
+			close(c)
+		case <-released:
+		}
+	}()
+	return c, func() {
+		signal.Stop(sig)
+		close(released)
+	}
 }
 
 // run is main with its arguments and outputs, returning the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// A run of -seeds catches interrupts with interrupted (nil: none).
+func run(args []string, stdout, stderr io.Writer, interrupted interruptFunc) int {
 	opt, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -62,10 +95,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if opt.worker {
 		return serveWorker(opt, os.Stdin, stdout)
 	}
+	out := &fallbackWriter{w: stdout, stderr: stderr}
+	var code int
 	if opt.seeds == 0 {
-		return runOne(opt, stdout, stderr)
+		code = runOne(opt, out, stderr)
+	} else {
+		code = runMany(opt, out, stderr, interrupted)
 	}
-	return runMany(opt, stdout, stderr)
+	if out.err != nil && code == exitOK {
+		return exitUsage
+	}
+	return code
 }
 
 // parse reads the flags. It returns flag.ErrHelp for -h.
@@ -96,18 +136,27 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := st.Finish(); err != nil {
 		return opt, err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	switch {
+	case opt.seeds > 0 && given["seed"]:
+		return opt, fmt.Errorf("-seed with -seeds: the seeds start at -from (-from %d -seeds %d)", opt.cfg.Seed, opt.seeds)
+	case opt.seeds == 0 && given["from"]:
+		return opt, errors.New("-from without -seeds: run one seed with -seed")
 	case opt.seeds < 0:
 		return opt, fmt.Errorf("-seeds %d: want >= 0", opt.seeds)
 	case opt.parallel < 1:
 		return opt, fmt.Errorf("-parallel %d: want >= 1", opt.parallel)
 	case opt.shrinkMax < 1:
 		return opt, fmt.Errorf("-shrink-runs %d: want >= 1", opt.shrinkMax)
-	case opt.seeds > 0 && opt.from+uint64(opt.seeds) < opt.from:
+	case opt.seeds > 0 && opt.from+uint64(opt.seeds-1) < opt.from:
 		return opt, fmt.Errorf("-from %d -seeds %d: past the last seed", opt.from, opt.seeds)
 	}
 	if opt.verbose {
 		opt.parallel = 1
+	}
+	if opt.seeds > 0 {
+		opt.parallel = min(opt.parallel, opt.seeds) // a worker more would have no seed
 	}
 	return opt, nil
 }

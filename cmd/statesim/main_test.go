@@ -16,9 +16,15 @@ import (
 // worker by -parallel.
 const asStatesim = "STATESIM_TEST_AS_MAIN"
 
+// workerDies makes the test binary, re-executed as a worker, exit at once.
+const workerDies = "STATESIM_TEST_WORKER_DIES"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(workerDies) != "" {
+		os.Exit(3)
+	}
 	if os.Getenv(asStatesim) != "" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, nil))
 	}
 	os.Exit(m.Run())
 }
@@ -28,7 +34,7 @@ func TestMain(m *testing.M) {
 func statesim(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := run(args, &out, &errOut, nil)
 	return code, out.String(), errOut.String()
 }
 
@@ -107,4 +113,45 @@ func TestManySeedsStopAtTheFirstFailure(t *testing.T) {
 	require.Equal(t, exitViolation, code, out)
 	assert.Contains(t, out, "FAIL seed ")
 	assert.NotContains(t, out, "seeds: 50 run", "it should stop early")
+}
+
+func TestTheLastSeedRuns(t *testing.T) {
+	code, out, errOut := statesim(t, "-seeds", "1", "-from", "18446744073709551615", "-ops", "20", "-parallel", "1")
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "seeds: 1 run (18446744073709551615..18446744073709551615)")
+	code, _, errOut = statesim(t, "-seeds", "2", "-from", "18446744073709551615")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "past the last seed")
+}
+
+func TestHugeSeedCountStopsAtItsFirstFailure(t *testing.T) {
+	// 2^40 seeds: a list of them would not fit in memory.
+	code, out, _ := statesim(t, "-seeds", "1099511627776", "-ops", "300", "-bug", "read-ignores-deadline", "-parallel", "1", "-html", t.TempDir())
+	require.Equal(t, exitViolation, code, out)
+	assert.Contains(t, out, "seeds: 1 run (1..1), 1 failed")
+}
+
+func TestWorkerFailureExits2NamingTheSeed(t *testing.T) {
+	t.Setenv(workerDies, "1")
+	code, out, errOut := statesim(t, "-seeds", "4", "-from", "20", "-ops", "50", "-parallel", "2")
+	assert.Equal(t, exitUsage, code, out+errOut)
+	assert.Regexp(t, `statesim: worker: seed 2[01]: unexpected EOF`, errOut)
+}
+
+func TestSeedFlagsThatWouldBeIgnoredAreRefused(t *testing.T) {
+	// -seeds runs from -from: a -seed beside it would be dropped unseen.
+	code, out, errOut := statesim(t, "-seeds", "3", "-seed", "7000000", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-seed with -seeds: the seeds start at -from")
+	// -from alone would run seed 1.
+	code, out, errOut = statesim(t, "-from", "7000000", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-from without -seeds")
+}
+
+func TestNoMoreWorkersThanSeeds(t *testing.T) {
+	t.Setenv(asStatesim, "1")
+	code, out, errOut := statesim(t, "-seeds", "2", "-from", "20", "-ops", "50", "-parallel", "16")
+	require.Equal(t, exitOK, code, out+errOut)
+	assert.Contains(t, out, "seeds: 2 run (20..21), 0 failed; 2 workers")
 }

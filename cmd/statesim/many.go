@@ -57,14 +57,17 @@ func (t *totals) add(r result) {
 	}
 }
 
-// runMany runs -seeds seeds from -from and prints a summary.
-func runMany(opt options, stdout, stderr io.Writer) int {
-	seeds := make([]uint64, opt.seeds)
-	for i := range seeds {
-		seeds[i] = opt.from + uint64(i)
+// runMany runs -seeds seeds from -from and prints a summary. An interrupt
+// stops it: no seed more starts, the workers' seeds in flight are dropped,
+// and the summary says which seeds ran.
+func runMany(opt options, stdout, stderr io.Writer, interrupted interruptFunc) int {
+	var stop <-chan struct{}
+	release := func() {}
+	if interrupted != nil {
+		stop, release = interrupted()
 	}
 	t := &totals{faults: map[string]int{}}
-	bar := newProgress(stderr, len(seeds))
+	bar := newProgress(stderr, opt.seeds)
 	start := time.Now()
 	done := func(r result) bool {
 		t.add(r)
@@ -75,29 +78,45 @@ func runMany(opt options, stdout, stderr io.Writer) int {
 		}
 		return r.ok() || opt.keepGoing
 	}
-	var err error
+	var (
+		sent int      // seeds handed out: the first sent from -from
+		lost []uint64 // seeds handed out that gave no result
+		err  error
+	)
 	if opt.parallel == 1 {
-		for _, s := range seeds {
+		for i := range opt.seeds {
+			if closed(stop) {
+				break
+			}
 			cfg := opt.cfg
-			cfg.Seed = s
+			cfg.Seed = opt.from + uint64(i)
 			if opt.verbose {
 				cfg.Trace = stdout
 			}
+			sent++
 			if !done(runSeed(cfg, opt.htmlDir)) {
 				break
 			}
 		}
 	} else {
-		err = runParallel(opt, seeds, done)
+		sent, lost, err = runParallel(opt, stop, done)
 	}
 	elapsed := time.Since(start)
+	release() // an interrupt from here on (say during -shrink) ends statesim
 	bar.finish()
 	printSummary(stdout, opt, t, elapsed)
+	stopped := closed(stop)
+	if stopped {
+		fmt.Fprintf(stdout, "interrupted: %d of %d seeds ran (%s); not run: %s\n",
+			t.seeds, opt.seeds, ranSeeds(opt.from, sent, lost), notRunSeeds(opt.from, sent, opt.seeds, lost))
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "statesim:", err)
-		return exitUsage
 	}
 	if t.failed == 0 {
+		if err != nil || stopped {
+			return exitUsage
+		}
 		return exitOK
 	}
 	slices.SortFunc(t.failures, func(a, b result) int { return cmp.Compare(a.Seed, b.Seed) })

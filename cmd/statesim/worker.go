@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +23,8 @@ import (
 // serveWorker runs the seeds read from in and writes one result per line
 // to out, until in ends.
 func serveWorker(opt options, in io.Reader, out io.Writer) int {
+	// Ctrl-C reaches the whole process group: the parent decides.
+	signal.Ignore(os.Interrupt)
 	sc := bufio.NewScanner(in)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {
@@ -96,37 +100,46 @@ func (w *worker) stop() error {
 	return w.cmd.Wait()
 }
 
-// runParallel runs seeds on opt.parallel workers, calling done with each
-// result as it arrives (from one goroutine at a time), until the seeds run
-// out or done returns false. It returns the first worker failure.
-func runParallel(opt options, seeds []uint64, done func(result) bool) error {
+// runParallel runs opt.seeds seeds from opt.from on opt.parallel workers,
+// calling done with each result as it arrives (from one goroutine at a
+// time), until the seeds run out, done returns false or stop closes; on
+// stop it kills the workers at once. It returns how many seeds it handed
+// out (the first ones from opt.from), those of them that gave no result,
+// sorted, and the first worker failure (none after stop).
+func runParallel(opt options, stop <-chan struct{}, done func(result) bool) (int, []uint64, error) {
 	next := make(chan uint64)
 	quit := make(chan struct{}) // closed when no more seeds should be sent
 	var once sync.Once
 	halt := func() { once.Do(func() { close(quit) }) }
 	var mu sync.Mutex
 	var firstErr error
-	fail := func(err error) {
+	var lost []uint64
+	fail := func(seed *uint64, err error) { // seed: the one lost, if any
 		mu.Lock()
-		if firstErr == nil {
+		if seed != nil {
+			lost = append(lost, *seed)
+		}
+		if firstErr == nil && !closed(stop) {
 			firstErr = err
 		}
 		mu.Unlock()
 		halt()
 	}
 	var wg sync.WaitGroup
+	var workers []*worker
 	for range opt.parallel {
 		w, err := startWorker(opt)
 		if err != nil {
-			fail(err)
+			fail(nil, err)
 			break
 		}
+		workers = append(workers, w)
 		wg.Go(func() {
 			defer w.stop()
 			for seed := range next {
 				res, err := w.run(seed)
 				if err != nil {
-					fail(err)
+					fail(&seed, err)
 					return
 				}
 				mu.Lock()
@@ -138,19 +151,34 @@ func runParallel(opt options, seeds []uint64, done func(result) bool) error {
 			}
 		})
 	}
+	finished := make(chan struct{})
 	go func() {
 		wg.Wait()
 		halt() // every worker is gone: nobody takes seeds
+		close(finished)
 	}()
-send:
-	for _, s := range seeds {
+	go func() {
 		select {
-		case next <- s:
+		case <-stop:
+			halt()
+			for _, w := range workers {
+				w.cmd.Process.Kill()
+			}
+		case <-finished:
+		}
+	}()
+	sent := 0
+send:
+	for i := range opt.seeds {
+		select {
+		case next <- opt.from + uint64(i):
+			sent++
 		case <-quit:
 			break send
 		}
 	}
 	close(next)
-	wg.Wait()
-	return firstErr
+	<-finished
+	slices.Sort(lost)
+	return sent, lost, firstErr
 }
