@@ -8,7 +8,8 @@
 // check prints what broke, the operations that matter, the line that
 // replays the run, and, when linearizability failed, writes porcupine's view
 // of the failing partition to an HTML file it names. -shrink then looks for
-// a smaller run that fails the same way.
+// a smaller run that fails the same way. With -keep-going every other
+// failing seed gets its own replay line.
 //
 // An interrupt (SIGINT, SIGTERM) stops -seeds: no seed more starts, the
 // summary says which seeds ran and which did not, and a second interrupt
@@ -125,7 +126,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opt.htmlDir, "html", ".", "directory for porcupine's HTML view of a failing run")
 	fs.BoolVar(&opt.shrink, "shrink", false, "look for a smaller run that fails the same check")
 	fs.IntVar(&opt.shrinkMax, "shrink-runs", 64, "most runs -shrink makes")
-	fs.BoolVar(&opt.keepGoing, "keep-going", false, "with -seeds: run every seed even after a failure")
+	fs.BoolVar(&opt.keepGoing, "keep-going", false, "with -seeds: run every seed even after a failure (the first failure is printed in full, each other with its replay line)")
 	fs.BoolVar(&opt.worker, "worker", false, "internal: serve seeds read from stdin (used by -parallel)")
 	if err := fs.Parse(args); err != nil {
 		return opt, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,6 +114,24 @@ func TestManySeedsStopAtTheFirstFailure(t *testing.T) {
 	require.Equal(t, exitViolation, code, out)
 	assert.Contains(t, out, "FAIL seed ")
 	assert.NotContains(t, out, "seeds: 50 run", "it should stop early")
+}
+
+// TestKeepGoingGivesEveryFailureItsReplayLine: with -keep-going the first
+// failure is printed in full and every other one gets the line that
+// replays it, so each can be reproduced without working out its flags.
+func TestKeepGoingGivesEveryFailureItsReplayLine(t *testing.T) {
+	code, out, _ := statesim(t, "-seeds", "6", "-from", "2", "-ops", "300", "-bug", "read-ignores-deadline",
+		"-keep-going", "-parallel", "1", "-html", t.TempDir())
+	require.Equal(t, exitViolation, code, out)
+	first := regexp.MustCompile(`FAIL seed (\d+)`).FindStringSubmatch(out)
+	require.NotNil(t, first, out)
+	others := regexp.MustCompile(`(?m)^  seed (\d+) \(\S+\): replay: statesim -seed (\d+) -ops 300 -bug read-ignores-deadline -v$`).FindAllStringSubmatch(out, -1)
+	require.NotEmpty(t, others, "more than one of seeds 2..7 fails: %s", out)
+	assert.Contains(t, out, fmt.Sprintf("other failing seeds (%d):", len(others)))
+	for _, m := range others {
+		assert.Equal(t, m[1], m[2], "the replay line is the seed's own")
+		assert.NotEqual(t, first[1], m[1])
+	}
 }
 
 func TestTheLastSeedRuns(t *testing.T) {

@@ -122,11 +122,16 @@ func runMany(opt options, stdout, stderr io.Writer, interrupted interruptFunc) i
 	slices.SortFunc(t.failures, func(a, b result) int { return cmp.Compare(a.Seed, b.Seed) })
 	printFailure(stdout, opt, t.failures[0])
 	if len(t.failures) > 1 {
-		var others []string
+		fmt.Fprintf(stdout, "other failing seeds (%d):\n", len(t.failures)-1)
 		for _, f := range t.failures[1:] {
-			others = append(others, fmt.Sprintf("%d (%s)", f.Seed, strings.Join(f.checks(), ",")))
+			cfg := opt.cfg
+			cfg.Seed = f.Seed
+			if f.Err != "" {
+				fmt.Fprintf(stdout, "  seed %d could not run: %s\n", f.Seed, f.Err)
+				continue
+			}
+			fmt.Fprintf(stdout, "  seed %d (%s): replay: %s -v\n", f.Seed, strings.Join(f.checks(), ","), cfg.ReplayLine())
 		}
-		fmt.Fprintf(stdout, "other failing seeds: %s\n", strings.Join(others, ", "))
 	}
 	return exitViolation
 }
