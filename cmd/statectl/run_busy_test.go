@@ -21,7 +21,9 @@ import (
 // for longer than run's busy timeout (a third of its ttl); run --wait
 // waits for it, at the open and at the grant, instead of failing at once.
 // Without --wait it fails with status 2, saying the file is busy. The lock
-// is let go only once run said it waits (no pause orders the two).
+// is let go only once run said it waits (no pause orders the two), and the
+// ttl (6 s, a busy timeout of 2 s) is far longer than a stall of a run on a
+// loaded machine: with 300 ms, a run stalled past it found its lease lost.
 func TestRunWaitsForABusyFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.state")
 	db, err := state.Open(path, state.WithoutBackground())
@@ -30,13 +32,13 @@ func TestRunWaitsForABusyFile(t *testing.T) {
 	statectl := statectlCopy(t)
 
 	release := holdWriteLock(t, path)
-	_, errOut, code := runStatectl(t, statectl, t.TempDir(), -1, "run", path, "--lease", "job", "--ttl", "300ms", "--", "true")
+	_, errOut, code := runStatectl(t, statectl, t.TempDir(), -1, "run", path, "--lease", "job", "--ttl", "6s", "--", "true")
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "busy")
 	release()
 
 	release = holdWriteLock(t, path)
-	cmd := exec.Command(statectl, "run", path, "--lease", "job", "--ttl", "300ms", "--wait", "20s",
+	cmd := exec.Command(statectl, "run", path, "--lease", "job", "--ttl", "6s", "--wait", "20s",
 		"--", "sh", "-c", `echo "token=$STATEKIT_FENCING_TOKEN"`)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var out bytes.Buffer
