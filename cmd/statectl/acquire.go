@@ -41,7 +41,8 @@ func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter
 // start begins the wait, once: --wait counts from the first time run
 // finds something to wait for, not from its own start, so the time it
 // took to open the file (seconds on a loaded machine) is not taken out of
-// it and a run that waits always says so first.
+// it, and a run that waits for another owner or a busy file always says
+// so first. Watching a lease of run's own owner is part of the wait.
 func (w *waiter) start() {
 	if w.deadline.IsZero() {
 		w.deadline = time.Now().Add(w.o.wait)
@@ -157,7 +158,7 @@ const (
 // is no longer the same grant, or until half of its time left has passed
 // with neither (leaseStale).
 func (w *waiter) watch(db *state.DB, info state.LeaseInfo) (int, error) {
-	w.start() // watching is part of the wait
+	w.start()
 	until := time.Now().Add(info.Left / 2)
 	for time.Now().Before(until) {
 		select {
