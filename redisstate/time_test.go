@@ -3,6 +3,7 @@ package redisstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -187,10 +188,16 @@ func TestLivenessAtTheScriptsTime(t *testing.T) {
 	rc := rawClient(t, srv)
 	var n notes
 	ctx := n.ctx(ctxT(t))
-	for round := range 3 {
-		require.NoError(t, db.Set(ctx, "k", "v", state.TTL(30*time.Millisecond)))
-		n.one(t, "set")
-		dl := deadlineOf(t, rc, "t:k:k")
+	// A round whose first read came after the deadline (a loaded machine:
+	// the key may be gone before its deadline can be read back) saw no
+	// live read: it is run again with twice the ttl, up to 64 times it.
+	for round, scale := 0, int64(1); round < 3; {
+		ttl := scale * 30
+		require.NoError(t, db.Set(ctx, "k", "v", state.TTL(time.Duration(ttl)*time.Millisecond)))
+		dl := n.one(t, "set") + ttl
+		if at, err := rc.Do(ctx, "PEXPIRETIME", "t:k:k").Int64(); err == nil && at != -2 {
+			require.Equal(t, dl, at, "the deadline is the set's time plus the ttl")
+		}
 		reads := 0
 		for gone := false; !gone; reads++ {
 			require.Less(t, reads, 1_000_000, "the key never expired")
@@ -217,6 +224,13 @@ func TestLivenessAtTheScriptsTime(t *testing.T) {
 			now := n.one(t, "read")
 			require.Equal(t, now < dl, !gone, "round %d read %d (%d) at %d, deadline %d", round, reads, reads%3, now, dl)
 		}
+		if reads == 1 { // gone at the first read
+			require.Less(t, scale, int64(64), "no read came before a deadline %d ms after the set", ttl)
+			t.Logf("round %d: the first read came after the deadline: again with a %d ms ttl", round, 2*ttl)
+			scale *= 2
+			continue
+		}
+		round++
 	}
 }
 
@@ -230,9 +244,9 @@ func TestUpdateReadsAKeyThatExpiredAfterItsNow(t *testing.T) {
 	var n notes
 	ctx := n.ctx(ctxT(t))
 	require.NoError(t, db.Set(ctx, "anchor", "a"))
-	require.NoError(t, db.Set(ctx, "short", "s", state.TTL(300*time.Millisecond)))
 	n.ms = nil
-	dl := deadlineOf(t, rc, "t:k:short")
+	require.NoError(t, db.Set(ctx, "short", "s", state.TTL(300*time.Millisecond)))
+	dl := n.one(t, "set") + 300 // read back, the key may be gone on a loaded machine
 	runs := 0
 	err := db.Update(ctx, func(tx *state.Tx) error {
 		runs++
@@ -264,57 +278,89 @@ func TestUpdateStartsOverWhenItsNowCannotMove(t *testing.T) {
 	var n notes
 	ctx := n.ctx(ctxT(t))
 
+	// Each case needs the first attempt's first read before the short
+	// deadline: a run whose first read came later (a loaded machine) is
+	// run again on new keys with twice the ttls, up to 32 times them.
+	scaled := func(t *testing.T, run func(scale time.Duration) bool) {
+		for scale := time.Duration(1); !run(scale); scale *= 2 {
+			require.Less(t, scale, time.Duration(32), "the first read never came before the short deadline")
+			t.Logf("the first read came after the short deadline: again with %dx the ttls", scale*2)
+		}
+	}
+
 	t.Run("ttl", func(t *testing.T) {
-		require.NoError(t, db.Set(ctx, "long", "l", state.TTL(time.Hour)))
-		require.NoError(t, db.Set(ctx, "short", "s", state.TTL(300*time.Millisecond)))
-		n.ms = nil
-		long, short := deadlineOf(t, rc, "t:k:long"), deadlineOf(t, rc, "t:k:short")
-		runs := 0
-		var left time.Duration
-		err := db.Update(ctx, func(tx *state.Tx) error {
-			runs++
-			var err error
-			left, err = tx.TTL("long")
+		scaled(t, func(scale time.Duration) bool {
+			lk, sk := fmt.Sprint("long", scale), fmt.Sprint("short", scale)
+			require.NoError(t, db.Set(ctx, lk, "l", state.TTL(time.Hour)))
+			n.ms = nil
+			require.NoError(t, db.Set(ctx, sk, "s", state.TTL(scale*300*time.Millisecond)))
+			short := n.one(t, "set") + int64(scale)*300 // read back, the key may be gone
+			long := deadlineOf(t, rc, "t:k:"+lk)
+			runs := 0
+			var left, firstLeft time.Duration
+			err := db.Update(ctx, func(tx *state.Tx) error {
+				runs++
+				var err error
+				left, err = tx.TTL(lk)
+				require.NoError(t, err)
+				if runs == 1 {
+					firstLeft = left
+					waitPast(t, rc, short)
+				}
+				_, err = tx.Get(sk)
+				if errors.Is(err, state.ErrNotFound) {
+					err = nil
+				}
+				return err
+			})
 			require.NoError(t, err)
-			if runs == 1 {
-				waitPast(t, rc, short)
+			now := n.one(t, "update")
+			if long-firstLeft.Milliseconds() >= short {
+				return false // the first attempt's now was past the short deadline
 			}
-			_, err = tx.Get("short")
-			if errors.Is(err, state.ErrNotFound) {
-				err = nil
-			}
-			return err
+			assert.GreaterOrEqual(t, runs, 2, "the first attempt's TTL held only at its first now")
+			assert.GreaterOrEqual(t, now, short)
+			assert.Equal(t, time.Duration(long-now)*time.Millisecond, left, "the last attempt's TTL at the time noted")
+			return true
 		})
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, runs, 2, "the first attempt's TTL held only at its first now")
-		now := n.one(t, "update")
-		assert.GreaterOrEqual(t, now, short)
-		assert.Equal(t, time.Duration(long-now)*time.Millisecond, left, "the last attempt's TTL at the time noted")
 	})
 
 	t.Run("live key", func(t *testing.T) {
-		require.NoError(t, db.Set(ctx, "a", "a", state.TTL(400*time.Millisecond)))
-		require.NoError(t, db.Set(ctx, "b", "b", state.TTL(200*time.Millisecond)))
-		n.ms = nil
-		da := deadlineOf(t, rc, "t:k:a")
-		runs := 0
-		var aErr, bErr error
-		err := db.Update(ctx, func(tx *state.Tx) error {
-			runs++
-			_, aErr = tx.Get("a")
-			if runs == 1 {
-				require.NoError(t, aErr, "a is live at the first attempt's now")
-				waitPast(t, rc, da)
+		scaled(t, func(scale time.Duration) bool {
+			ak, bk := fmt.Sprint("a", scale), fmt.Sprint("b", scale)
+			n.ms = nil
+			require.NoError(t, db.Set(ctx, ak, "a", state.TTL(scale*400*time.Millisecond)))
+			da := n.one(t, "set") + int64(scale)*400 // read back, the key may be gone
+			require.NoError(t, db.Set(ctx, bk, "b", state.TTL(scale*200*time.Millisecond)))
+			n.ms = nil
+			runs := 0
+			late := false
+			var aErr, bErr error
+			err := db.Update(ctx, func(tx *state.Tx) error {
+				runs++
+				_, aErr = tx.Get(ak)
+				if runs == 1 {
+					if errors.Is(aErr, state.ErrNotFound) {
+						late = true // a expired before the first attempt's now
+						return nil
+					}
+					require.NoError(t, aErr, "a is live at the first attempt's now")
+					waitPast(t, rc, da)
+				}
+				_, bErr = tx.Get(bk)
+				return nil
+			})
+			require.NoError(t, err)
+			now := n.one(t, "update")
+			if late {
+				return false
 			}
-			_, bErr = tx.Get("b")
-			return nil
+			assert.GreaterOrEqual(t, runs, 2, "a was read live until a time before b was read absent")
+			assert.GreaterOrEqual(t, now, da)
+			assert.ErrorIs(t, aErr, state.ErrNotFound)
+			assert.ErrorIs(t, bErr, state.ErrNotFound)
+			return true
 		})
-		require.NoError(t, err)
-		assert.GreaterOrEqual(t, runs, 2, "a was read live until a time before b was read absent")
-		now := n.one(t, "update")
-		assert.GreaterOrEqual(t, now, da)
-		assert.ErrorIs(t, aErr, state.ErrNotFound)
-		assert.ErrorIs(t, bErr, state.ErrNotFound)
 	})
 }
 

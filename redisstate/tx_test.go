@@ -189,16 +189,25 @@ func TestUpdateLostAtExecIsOutcomeUnknown(t *testing.T) {
 	db, srv := openDB(t)
 	ctx := ctxT(t)
 	require.NoError(t, db.Set(ctx, "k", 1))
-	uctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	err := db.Update(uctx, func(tx *state.Tx) error {
-		if _, err := tx.Get("k"); err != nil {
-			return err
-		}
-		srv.Pause() // the server hangs before EXEC
-		return tx.Set("k", 2)
-	})
-	srv.Resume()
+	// The deadline must outlast the Get before the pause: on a loaded
+	// machine 500 ms may not, and the Update then failed at the Get. Such
+	// a try is made again with twice the deadline (a cap, not a speed
+	// target: the pause is what the deadline is for).
+	var err error
+	for d, paused := 500*time.Millisecond, false; !paused; d *= 2 {
+		require.Less(t, d, time.Minute, "the Get before the pause never ran within its deadline: %v", err)
+		uctx, cancel := context.WithTimeout(ctx, d)
+		err = db.Update(uctx, func(tx *state.Tx) error {
+			if _, err := tx.Get("k"); err != nil {
+				return err
+			}
+			paused = true
+			srv.Pause() // the server hangs before EXEC
+			return tx.Set("k", 2)
+		})
+		cancel()
+		srv.Resume()
+	}
 	require.ErrorIs(t, err, state.ErrOutcomeUnknown)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 

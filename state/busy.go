@@ -189,9 +189,12 @@ func (db *DB) busyRetry(delays []time.Duration, count int) bool {
 	d := delays[min(count, len(delays)-1)]
 	if left := w.limit - w.waited - w.slept; left > 0 {
 		d = min(d, left)
-	} else if w.grace < min(busyGrace(w.limit), w.waited) {
+	} else if w.grace = w.slept - max(w.limit-w.waited, 0); w.grace < min(busyGrace(w.limit), w.waited) {
+		// The grace is what the statements slept past their part of the
+		// budget, as counted above: on a real timer what they slept, not
+		// the milliseconds asked for (on a loaded machine each wakes
+		// late, and a hundred of them took seconds).
 		d = time.Millisecond
-		w.grace += d
 	} else {
 		return false
 	}

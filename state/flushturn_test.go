@@ -49,8 +49,10 @@ func TestFlushWaitsForTheBackgroundFlush(t *testing.T) {
 	require.NoError(t, err, "Flush returned nil before the delta was written")
 	assert.Equal(t, "5", v.String())
 
-	// A Flush whose context ends while it waits says so.
-	obs2 := &slowFirstFlush{entered: make(chan struct{}), hold: 300 * time.Millisecond}
+	// A Flush whose context ends while it waits says so. The background
+	// flush is held until then (with a 300 ms pause, a test goroutine
+	// that ran late found it over, and Flush returned nil).
+	obs2 := &heldFlush{entered: make(chan struct{}), release: make(chan struct{})}
 	db2, err := state.Open(filepath.Join(t.TempDir(), "g.state"), state.WithFlushInterval(5*time.Millisecond),
 		hooks.Option(hooks.Engine{Flushes: obs2}).(state.Option))
 	require.NoError(t, err)
@@ -59,7 +61,13 @@ func TestFlushWaitsForTheBackgroundFlush(t *testing.T) {
 	<-obs2.entered
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	require.ErrorIs(t, db2.Flush(short), context.DeadlineExceeded)
+	err = db2.Flush(short)
+	close(obs2.release)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, db2.Flush(ctx))
+	v, err = db2.Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "5", v.String(), "the held flush wrote the delta once let go")
 }
 
 // A background flush's error reaches the program: a key whose delta it

@@ -30,12 +30,23 @@ type waiter struct {
 	path     string
 	o        runOptions
 	sigs     <-chan os.Signal
-	deadline time.Time
-	said     bool // the "waiting up to" line was printed
+	deadline time.Time // set by start
+	said     bool      // the "waiting up to" line was printed
 }
 
 func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter {
-	return &waiter{a: a, path: path, o: o, sigs: sigs, deadline: time.Now().Add(o.wait)}
+	return &waiter{a: a, path: path, o: o, sigs: sigs}
+}
+
+// start begins the wait, once: --wait counts from the first time run
+// finds something to wait for, not from its own start, so the time it
+// took to open the file (seconds on a loaded machine) is not taken out of
+// it, and a run that waits for another owner or a busy file always says
+// so first. Watching a lease of run's own owner is part of the wait.
+func (w *waiter) start() {
+	if w.deadline.IsZero() {
+		w.deadline = time.Now().Add(w.o.wait)
+	}
 }
 
 // pause waits up to d for another try, saying once what run waits for
@@ -43,6 +54,7 @@ func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter
 // the exit for why, with status code; a signal ends the wait with its
 // status.
 func (w *waiter) pause(code int, why string, d time.Duration) error {
+	w.start()
 	remaining := time.Until(w.deadline)
 	if remaining <= 0 {
 		// The whole wait has passed, though perhaps all of it in watch
@@ -146,6 +158,7 @@ const (
 // is no longer the same grant, or until half of its time left has passed
 // with neither (leaseStale).
 func (w *waiter) watch(db *state.DB, info state.LeaseInfo) (int, error) {
+	w.start()
 	until := time.Now().Add(info.Left / 2)
 	for time.Now().Before(until) {
 		select {

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,42 +20,83 @@ import (
 // TestRunWaitsForABusyFile: another process holds the file's write lock
 // for longer than run's busy timeout (a third of its ttl); run --wait
 // waits for it, at the open and at the grant, instead of failing at once.
-// Without --wait it fails with status 2, saying the file is busy.
+// Without --wait it fails with status 2, saying the file is busy. The lock
+// is let go only once run said it waits (no pause orders the two), and the
+// ttl (6 s, a busy timeout of 2 s) is far longer than a stall of a run on a
+// loaded machine: with 300 ms, a run stalled past it found its lease lost.
 func TestRunWaitsForABusyFile(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "app.state")
 	db, err := state.Open(path, state.WithoutBackground())
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	statectl := statectlCopy(t)
 
-	hold := func(d time.Duration) {
-		raw, err := sql.Open("sqlite", "file:"+path)
-		require.NoError(t, err)
-		t.Cleanup(func() { raw.Close() })
-		conn, err := raw.Conn(ctx)
-		require.NoError(t, err)
-		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-		require.NoError(t, err)
-		go func() {
-			time.Sleep(d)
-			_, _ = conn.ExecContext(ctx, `COMMIT`)
-			conn.Close()
-		}()
-	}
-
-	hold(time.Second)
-	_, errOut, code := runStatectl(t, statectl, t.TempDir(), -1, "run", path, "--lease", "job", "--ttl", "300ms", "--", "true")
+	release := holdWriteLock(t, path)
+	_, errOut, code := runStatectl(t, statectl, t.TempDir(), -1, "run", path, "--lease", "job", "--ttl", "6s", "--", "true")
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "busy")
-	time.Sleep(1200 * time.Millisecond)
+	release()
 
-	hold(1500 * time.Millisecond)
-	start := time.Now()
-	out, errOut, code := runStatectl(t, statectl, t.TempDir(), -1, "run", path, "--lease", "job", "--ttl", "300ms", "--wait", "20s",
+	release = holdWriteLock(t, path)
+	cmd := exec.Command(statectl, "run", path, "--lease", "job", "--ttl", "6s", "--wait", "20s",
 		"--", "sh", "-c", `echo "token=$STATEKIT_FENCING_TOKEN"`)
-	assert.Equal(t, 0, code, errOut)
-	assert.Equal(t, "token=1\n", out)
-	assert.Contains(t, errOut, "busy (another process holds its write lock); waiting up to 20s")
-	assert.Greater(t, time.Since(start), time.Second, "run waited for the lock")
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	var out bytes.Buffer
+	var errBuf lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errBuf
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	const waiting = "busy (another process holds its write lock); waiting up to 20s"
+	for i := 0; !strings.Contains(errBuf.String(), waiting); i++ {
+		select {
+		case err := <-exited:
+			t.Fatalf("run ended (%v) while the lock was held, without saying it waits: %s", err, errBuf.String())
+		default:
+		}
+		require.Less(t, i, 2000, "run did not say it waits within 20s: %s", errBuf.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
+	require.NoError(t, <-exited, errBuf.String())
+	assert.Equal(t, "token=1\n", out.String())
+}
+
+// holdWriteLock takes the file's write lock (BEGIN IMMEDIATE) on a plain
+// SQLite connection, as another process would, until release is called or
+// the test ends.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	raw.SetMaxOpenConns(1)
+	conn, err := raw.Conn(t.Context())
+	require.NoError(t, err)
+	_, err = conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+	release = sync.OnceFunc(func() {
+		_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+		_ = conn.Close()
+		_ = raw.Close()
+	})
+	t.Cleanup(release)
+	return release
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
