@@ -43,7 +43,10 @@ time left; with --wait it waits for the lease up to D, and for the file too
 while another process holds its write lock (exit 2 if it is still busy). If a
 renewal fails because the lease was lost (this process was paused past its
 ttl and another owner took the lease), run says so on stderr and sends CMD
-SIGTERM; it then waits for CMD and exits 76, whatever CMD's status.
+SIGTERM; it then waits for CMD and exits 76, whatever CMD's status. It
+exits 76 too when CMD exits before a renewal noticed, but after the lease
+could have run out (run was paused or starved), and the release finds it
+lost.
 Signals sent to run (HUP, INT, QUIT, TERM, USR1, USR2) are passed on to CMD;
 INT and QUIT typed at a terminal reach CMD from the terminal itself, so run
 does not pass those on a second time while its stdin is the terminal and it
@@ -164,26 +167,45 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 		release(a, db, path, l)
 		return exit(exitNoExec, "run: %s: %v", cmdArgs[0], err)
 	}
-	status, lost := supervise(a, db, path, l, o.ttl, granted, cmd, sigs)
+	status, lost, held := supervise(a, db, path, l, o.ttl, granted, cmd, sigs)
+	var released error
+	if !lost {
+		released = release(a, db, path, l)
+	}
+	return runEnd(shown(path)+": lease "+quote(l.Name), cmdArgs[0], status, lost, held, released)
+}
+
+// runEnd is run's exit once CMD exited with status: lease names the
+// lease, lost says a renewal found it lost (the lease was not released
+// then), held that CMD was seen to exit while the lease was certainly
+// held, and released is the release's error. A lease lost while CMD ran
+// is exit 76 whatever CMD's status: its work was cut short or went on
+// without the lease. So is a CMD that exited after the lease could have
+// run out, before a renewal noticed (run was paused or starved), when the
+// release did not show the lease was still held.
+func runEnd(lease, name string, status int, lost, held bool, released error) error {
 	switch {
 	case lost:
-		// Whatever CMD made of the SIGTERM, its work was cut short
-		// or went on without the lease: never a success.
-		return exit(exitLost, "%s: lease %s was lost while %s ran (it exited with status %d)",
-			shown(path), quote(l.Name), cmdArgs[0], status)
+		return exit(exitLost, "%s was lost while %s ran (it exited with status %d)", lease, name, status)
+	case !held && errors.Is(released, state.ErrLeaseLost):
+		return exit(exitLost, "%s was lost while %s ran: it ran out before run saw %s exit (it exited with status %d)",
+			lease, name, name, status)
+	case !held && released != nil:
+		return exit(exitLost, "%s may have been lost while %s ran: it could have run out before run saw %s exit, and releasing it failed (it exited with status %d)",
+			lease, name, name, status)
 	case status == exitOK:
-		release(a, db, path, l)
 		return nil
 	}
-	release(a, db, path, l)
 	return exit(status, "")
 }
 
 // supervise waits for cmd while the lease is renewed, passing signals on,
-// and sends cmd SIGTERM if the lease is lost. It returns cmd's exit status
-// and whether the lease was lost.
+// and sends cmd SIGTERM if the lease is lost. It returns cmd's exit status,
+// whether the lease was lost, and whether cmd was seen to exit while the
+// lease was certainly held (within the ttl of its grant or of its last
+// renewal).
 func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Duration, granted time.Time,
-	cmd *exec.Cmd, sigs <-chan os.Signal) (status int, lost bool) {
+	cmd *exec.Cmd, sigs <-chan os.Signal) (status int, lost, held bool) {
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the status is in cmd.ProcessState
@@ -192,17 +214,19 @@ func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Durat
 	ctx, cancel := context.WithCancel(context.Background())
 	lostCh := make(chan error, 1)
 	var wg sync.WaitGroup
+	var ends time.Time
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		keep(ctx, a, db, path, l, ttl, granted, lostCh)
+		ends = keep(ctx, a, db, path, l, ttl, granted, lostCh)
 	}()
 	for {
 		select {
 		case <-done:
+			exited := time.Now()
 			cancel()
 			wg.Wait()
-			return exitStatus(cmd.ProcessState), lost
+			return exitStatus(cmd.ProcessState), lost, exited.Before(ends)
 		case sig := <-sigs:
 			if !fromTerminal(sig) {
 				_ = cmd.Process.Signal(sig)
@@ -218,16 +242,18 @@ func supervise(a *app, db *state.DB, path string, l *state.Lease, ttl time.Durat
 
 // keep renews l every third of its ttl until ctx ends. It reports on lost
 // when the lease is gone: a renewal found it expired, released or granted
-// anew, or renewals kept failing until its ttl ran out.
+// anew, or renewals kept failing until its ttl ran out. It returns the time
+// until which, by this process's clock, the lease was certainly held: the
+// ttl after its grant or its last renewal.
 func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease, ttl time.Duration,
-	granted time.Time, lost chan<- error) {
+	granted time.Time, lost chan<- error) time.Time {
 	t := time.NewTicker(ttl / 3)
 	defer t.Stop()
 	ends := granted.Add(ttl) // by this process's clock, held at least until then
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return ends
 		case <-t.C:
 		}
 		start := time.Now()
@@ -236,24 +262,27 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 		case err == nil:
 			ends = start.Add(ttl)
 		case ctx.Err() != nil:
-			return
+			return ends
 		case errors.Is(err, state.ErrLeaseLost):
 			lost <- err
-			return
+			return ends
 		case !time.Now().Before(ends):
 			lost <- fmt.Errorf("renewals failed until the ttl ran out: %w", err)
-			return
+			return ends
 		default:
 			a.errorf("%s: renewing lease %s failed, will retry: %s", shown(path), quote(l.Name), cause(db, err))
 		}
 	}
 }
 
-// release ends the lease, warning when it was lost meanwhile.
-func release(a *app, db *state.DB, path string, l *state.Lease) {
-	if err := db.Release(context.Background(), l); err != nil {
+// release ends the lease, warning when it was lost meanwhile, and returns
+// Release's error.
+func release(a *app, db *state.DB, path string, l *state.Lease) error {
+	err := db.Release(context.Background(), l)
+	if err != nil {
 		a.errorf("%s: releasing lease %s: %s", shown(path), quote(l.Name), cause(db, err))
 	}
+	return err
 }
 
 // cause is err's message without the file or URL db names in it: the
