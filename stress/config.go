@@ -171,11 +171,15 @@ const (
 // ErrConfig is returned by Run for a Config it cannot run.
 var ErrConfig = errors.New("stress: bad config")
 
-// withDefaults fills the zero fields and checks the bounds.
+// Validate returns the ErrConfig Run would return for c, Dir aside (Run
+// needs one; Validate lets a caller check c before it makes it), or nil.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// withDefaults fills the zero fields and checks the bounds, Dir aside.
 func (c Config) withDefaults() (Config, error) {
-	if c.Dir == "" {
-		return c, fmt.Errorf("%w: no Dir", ErrConfig)
-	}
 	if c.Processes == 0 {
 		c.Processes = DefaultProcesses
 	}
@@ -228,6 +232,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative work in Until (%s)", ErrConfig, c.Until)
 	case c.Until.Kills > 0 && c.KillEvery < 0:
 		return c, fmt.Errorf("%w: Until asks for %d kills, but there are none", ErrConfig, c.Until.Kills)
+	case c.Until.Contended > 0 && c.Processes < 2:
+		return c, fmt.Errorf("%w: Until asks for %d grants contended between processes, but there is one process", ErrConfig, c.Until.Contended)
+	case c.Redis != nil && c.Until.Swept > 0:
+		return c, fmt.Errorf("%w: Until asks for %d swept keys, but Redis expires keys itself: a Redis run records no sweep", ErrConfig, c.Until.Swept)
 	case c.CheckTimeout < 0:
 		return c, fmt.Errorf("%w: negative CheckTimeout", ErrConfig)
 	case c.EpochEvery < 0:
@@ -242,6 +250,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: a server the caller runs is never killed nor configured by the run", ErrConfig)
 	case c.Redis != nil && c.Until.ServerKills > 0 && c.Redis.KillEvery < 0:
 		return c, fmt.Errorf("%w: Until asks for %d server kills, but there are none", ErrConfig, c.Until.ServerKills)
+	}
+	if c.Redis != nil && c.Redis.URL != "" {
+		if err := checkRedisURL(c.Redis.URL); err != nil {
+			return c, err
+		}
 	}
 	if c.Log == nil {
 		c.Log = io.Discard

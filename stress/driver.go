@@ -78,8 +78,9 @@ type driver struct {
 
 // Run creates a state file in cfg.Dir, attacks it with cfg.Processes worker
 // processes of cfg.Goroutines clients each and SIGKILLs, until cfg.Until is
-// done (or cfg.Duration passes, or cfg.MaxOps calls are made), stops the
-// workers, and checks everything they recorded. The Report lists every
+// done (or cfg.Duration passes, or cfg.MaxOps calls are made, or a worker
+// exits by itself, or ctx ends), stops the workers, and checks everything
+// they recorded, an interrupted run's too. The Report lists every
 // violation found, a run that stopped before doing cfg.Until among them;
 // Run returns an error only when it could not run or check at all
 // (ErrConfig for a bad Config, or what failed).
@@ -87,6 +88,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, ok := os.LookupEnv(workerEnv); ok {
 		// A worker that runs Run would start workers of its own, and so on.
 		return nil, fmt.Errorf("%w: Run called in a worker: call WorkerMain first in main or TestMain", ErrConfig)
+	}
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%w: no Dir", ErrConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -121,7 +125,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.check(ctx); err != nil {
+	// An interrupted run is checked all the same: what ran, ran.
+	if err := d.check(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	return d.report, nil
@@ -157,11 +162,16 @@ func (d *driver) setup() error {
 
 // Why a run stopped, for Report.Stopped.
 const (
-	StoppedDuration    = "its duration passed"
-	StoppedWork        = "it had done the work asked"
-	StoppedCap         = "it reached its time cap"
-	StoppedMaxOps      = "it reached its bound on calls"
+	StoppedDuration = "its duration passed"
+	StoppedWork     = "it had done the work asked"
+	StoppedCap      = "it reached its time cap"
+	StoppedMaxOps   = "it reached its bound on calls"
+	// StoppedInterrupted: ctx ended, or SIGINT or SIGTERM ended a
+	// worker (a Ctrl-C reaches a worker as it is started).
 	StoppedInterrupted = "it was interrupted"
+	// StoppedWorkerExited: a worker exited by itself (a KindWorker
+	// violation), which is not started again.
+	StoppedWorkerExited = "a worker exited by itself"
 )
 
 // attack runs the workers, killing and restarting them, until the work is
@@ -190,10 +200,16 @@ func (d *driver) attack(ctx context.Context) (string, error) {
 				if d.redis != nil {
 					d.awaitGone(p)
 				}
-				d.report.violate(KindWorker, "worker %s exited by itself (%v): %s", p.name(), p.exitErr, stderrTail(p.stderr))
-				if err := d.launch(slot); err != nil {
-					return "", err
+				if signalled(p.exitErr) {
+					p.killed = true // its calls were cut as by a kill
+					d.live[slot] = nil
+					return StoppedInterrupted, nil
 				}
+				d.report.violate(KindWorker, "worker %s exited by itself (%v): %s", p.name(), p.exitErr, stderrTail(p.stderr))
+				// Whatever stopped it (a full disk, a file it cannot open)
+				// would stop its successors too, one every poll.
+				d.live[slot] = nil
+				return StoppedWorkerExited, nil
 			default:
 			}
 		}
@@ -319,6 +335,7 @@ func (d *driver) launch(slot int) error {
 	p.cmd = exec.Command(d.cfg.Exe, d.cfg.Args...)
 	p.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	p.cmd.Stderr = errFile
+	ownGroup(p.cmd)
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return fmt.Errorf("stress: %w", err)
 	}
@@ -392,6 +409,10 @@ func (d *driver) stopAll() {
 			if d.redis != nil {
 				d.awaitGone(p)
 			}
+			continue
+		}
+		if p.exitErr != nil && d.report.Stopped == StoppedInterrupted && signalled(p.exitErr) {
+			p.killed = true // the interrupt reached it too: its calls were cut as by a kill
 			continue
 		}
 		if p.exitErr != nil {

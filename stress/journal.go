@@ -21,12 +21,15 @@ import (
 // worker, and the engine's goroutines through the flush and now hooks,
 // write to it; each line goes out in one write under one lock, so lines
 // never interleave and a kill can cut only the last one, which readers
-// ignore.
+// ignore. A write that fails (a full disk) may leave part of its line, so
+// after it nothing more goes to that file: each later write returns its
+// error.
 type journal struct {
-	mu    sync.Mutex
-	ops   *os.File
-	notes *os.File
-	buf   bytes.Buffer
+	mu              sync.Mutex
+	ops             io.WriteCloser
+	notes           io.WriteCloser
+	opsErr, noteErr error // the first failed write of each file
+	buf             bytes.Buffer
 }
 
 // openJournal opens (creating) the two files for appending.
@@ -51,8 +54,20 @@ func (j *journal) op(op linearizability.Op) error {
 	if err := linearizability.Encode(&j.buf, op); err != nil {
 		return err
 	}
-	_, err := j.ops.Write(j.buf.Bytes())
-	return err
+	return appendLine(j.ops, &j.opsErr, j.buf.Bytes())
+}
+
+// appendLine writes line to w unless a write to w failed before (*failed),
+// and keeps the first error in *failed.
+func appendLine(w io.Writer, failed *error, line []byte) error {
+	if *failed != nil {
+		return fmt.Errorf("an earlier write failed: %w", *failed)
+	}
+	if _, err := w.Write(line); err != nil {
+		*failed = err
+		return err
+	}
+	return nil
 }
 
 // note appends one line of the notes.
@@ -63,8 +78,7 @@ func (j *journal) note(n note) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	_, err = j.notes.Write(append(line, '\n'))
-	return err
+	return appendLine(j.notes, &j.noteErr, append(line, '\n'))
 }
 
 func (j *journal) close() error {

@@ -78,13 +78,10 @@ func (d *driver) setupRedis() error {
 		r.server = s
 		raw, prefix = s.URL(""), "stress:"
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%w: Redis.URL: %v", ErrConfig, err)
+	if err := checkRedisURL(raw); err != nil {
+		return err
 	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return fmt.Errorf("%w: Redis.URL: want redis:// or rediss://, not %q", ErrConfig, u.Scheme)
-	}
+	u, _ := url.Parse(raw)
 	q := u.Query()
 	q.Set("prefix", q.Get("prefix")+prefix)
 	if rc.NoPersistence {
@@ -99,6 +96,19 @@ func (d *driver) setupRedis() error {
 		}
 	}
 	d.redis = r
+	return nil
+}
+
+// checkRedisURL returns ErrConfig for a URL that is no redis:// or
+// rediss:// URL.
+func checkRedisURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%w: Redis.URL: %v", ErrConfig, err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("%w: Redis.URL: want redis:// or rediss://, not %q", ErrConfig, u.Scheme)
+	}
 	return nil
 }
 

@@ -47,6 +47,12 @@ const (
 	KindShortRun = "short-run"
 )
 
+// Kinds returns every kind of violation a Report may hold.
+func Kinds() []string {
+	return []string{KindLinearizability, KindDuplicateToken, KindTokenOrder, KindFence, KindCounter, KindBuffered,
+		KindClock, KindEngineError, KindIntegrity, KindWorker, KindShortRun}
+}
+
 // maxViolationsPerKind bounds what a report lists of one kind; the rest
 // are counted.
 const maxViolationsPerKind = 10

@@ -3,8 +3,13 @@
 // goroutines each while the driver kills random workers with SIGKILL and
 // restarts them; then it checks the whole history for linearizability, the
 // fencing tokens, the counters and buffered increments, the clocks and the
-// file's integrity. It prints what it did and the verdict, and exits 1 on
-// any violation.
+// file's integrity. It prints what it did and the verdict; a run that did
+// not pass also prints a command line that runs it again (the seed fixes
+// the workload, not the interleaving) and keeps its files. Exit status: 0
+// for a pass, 1 for a violation, 2 for bad flags or a run that could not
+// run or finish: interrupted (SIGINT or SIGTERM stop the attack, and what
+// ran is checked and reported; a second one ends statestress at once), or
+// a report that could not be written to stdout (it goes to stderr).
 //
 // Workers open the file with the engine's default options: the real
 // clock, and the background sweeper, flusher and checkpointer, so kills
@@ -44,11 +49,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -62,21 +69,41 @@ import (
 // longer attack is better run as several runs, each with its own seed.
 const defaultOps = 1_000_000
 
+// Exit statuses.
+const (
+	exitPass      = 0
+	exitViolation = 1
+	exitUsage     = 2 // bad flags, or a run that could not run or finish
+)
+
 func main() {
 	stress.WorkerMain()
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends statestress at once
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run parses args, runs the stress test and returns the exit code: 0 for a
-// pass, 1 for a violation, 2 when it could not run. With -expect KIND the
-// run passes when it finds a violation of that kind, and fails otherwise.
-func run(args []string, stdout, stderr io.Writer) int {
+// run parses args, runs the stress test until it is done or ctx ends, and
+// returns the exit status. With -expect KIND the run passes when it finds
+// a violation of that kind, and fails otherwise.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("statestress", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: statestress [flags]\n\n"+
+			"Worker processes attack one state file (or a Redis server) while the driver\n"+
+			"SIGKILLs them, then every check runs over what they recorded. Exit status:\n"+
+			"0 pass, 1 violation, 2 bad flags or a run that could not run or finish\n"+
+			"(interrupted, or its report not written).\n\n")
+		fs.PrintDefaults()
+	}
 	procs := fs.Int("procs", stress.DefaultProcesses, "worker processes at once")
 	goroutines := fs.Int("goroutines", stress.DefaultGoroutines, "goroutines calling verbs in each worker, each its own client (1 with -step-clock)")
 	stepClock := fs.Bool("step-clock", false, "run the workers on a stepped clock, without background work, one call at a time")
-	duration := fs.Duration("duration", stress.DefaultDuration, "how long to attack; with an -until flag, the cap (default "+stress.DefaultCap.String()+")")
+	duration := fs.Duration("duration", stress.DefaultDuration, "how long to attack; with an -until flag, the cap, "+stress.DefaultCap.String()+" unless given")
 	ops := fs.Int("ops", defaultOps, "stop after this many calls (0: no bound)")
 	var until stress.Work
 	fs.IntVar(&until.Calls, "until-calls", 0, "stop once this many calls are recorded")
@@ -90,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	redisURL := fs.String("redis-url", "", "attack the Redis server at this redis:// URL instead of a file (never killed)")
 	serverKillEvery := fs.Duration("server-kill-every", stress.DefaultServerKillEvery, "with -redis, mean time between two SIGKILLs of the server, each followed by a restart (0 or less: none)")
 	noPersistence := fs.Bool("redis-no-persistence", false, "with -redis, run the server with appendonly no (and allow_unsafe_leases=true): the negative control, which must find a duplicate token")
-	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the workload and kill schedule")
+	seed := fs.Uint64("seed", 0, "seed of the workload and kill schedule (default: from the clock; the report names it)")
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
 	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition")
@@ -98,15 +125,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
 	verbose := fs.Bool("v", false, "print each kill")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return exitPass
+	} else if err != nil {
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "statestress: unexpected arguments %q\n", fs.Args())
-		return 2
+		return exitUsage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["seed"] {
+		*seed = uint64(time.Now().UnixNano())
+	}
 	if *stepClock && !set["goroutines"] {
 		*goroutines = 1
 	}
@@ -141,6 +173,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case (*redis || *redisURL != "") && (*stepClock || *bug != ""):
 		fmt.Fprintln(stderr, "statestress: -step-clock and -bug are for the file engine, not Redis")
 		return 2
+	case *expect != "" && !slices.Contains(stress.Kinds(), *expect):
+		fmt.Fprintf(stderr, "statestress: -expect %q: no such kind of violation; want one of %v\n", *expect, stress.Kinds())
+		return 2
 	}
 	cfg := stress.Config{Processes: *procs, Goroutines: *goroutines, StepClock: *stepClock, Duration: *duration,
 		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, EpochEvery: *epoch}
@@ -167,15 +202,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		cfg.Log = stderr
 	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "statestress:", err)
+		return exitUsage
+	}
 	runDir, err := os.MkdirTemp(*dir, "statestress-")
 	if err != nil {
 		fmt.Fprintln(stderr, "statestress:", err)
-		return 2
+		return exitUsage
 	}
 	cfg.Dir = runDir
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	mode := fmt.Sprintf("%d processes of %d goroutines on the default options", cfg.Processes, cfg.Goroutines)
 	switch {
 	case cfg.StepClock:
@@ -191,31 +227,65 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !until.IsZero() {
 		what = fmt.Sprintf("until %s (cap %v)", until, cfg.Duration)
 	}
-	fmt.Fprintf(stderr, "statestress: %s %s, a kill every %v on average, in %s\n", mode, what, *killEvery, runDir)
+	kills := fmt.Sprintf("a kill every %v on average", *killEvery)
+	if *killEvery <= 0 {
+		kills = "no kills"
+	}
+	fmt.Fprintf(stderr, "statestress: %s %s, %s, in %s\n", mode, what, kills, runDir)
 	rep, err := stress.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "statestress:", err)
-		return 2
+		keptOrRemoved(stderr, runDir)
+		return exitUsage
 	}
-	if _, err := rep.WriteTo(stdout); err != nil {
-		return 2
+	out := &fallbackWriter{w: stdout, stderr: stderr}
+	_, _ = rep.WriteTo(out)
+	code := verdict(rep, *expect, out)
+	if code == exitPass && out.err != nil {
+		code = exitUsage // its report is not where it was asked for
 	}
-	if *expect != "" {
-		if !rep.Has(*expect) {
-			fmt.Fprintf(stdout, "expected:    a %s violation, and the run found none: the check missed the planted bug\n", *expect)
-			return 1
-		}
-		fmt.Fprintf(stdout, "expected:    a %s violation, found\n", *expect)
-		if !*keep {
-			os.RemoveAll(runDir)
-		}
-		return 0
-	}
-	if !rep.OK() {
-		return 1
-	}
-	if !*keep {
+	if code == exitPass && !*keep {
 		os.RemoveAll(runDir)
+		return code
 	}
-	return 0
+	fmt.Fprintf(out, "rerun:       %s\n", rerunLine(fs, *seed))
+	fmt.Fprintf(out, "files:       %s\n", runDir)
+	return code
+}
+
+// verdict returns the exit status of a run that ran, and writes to out
+// what -expect and an interruption make of it.
+func verdict(rep *stress.Report, expect string, out io.Writer) int {
+	interrupted := rep.Stopped == stress.StoppedInterrupted
+	found := false // a violation an interruption does not explain
+	for _, v := range rep.Violations {
+		found = found || !(interrupted && v.Kind == stress.KindShortRun)
+	}
+	switch {
+	case expect != "" && rep.Has(expect):
+		fmt.Fprintf(out, "expected:    a %s violation, found\n", expect)
+		return exitPass
+	case expect != "" && interrupted:
+		fmt.Fprintf(out, "interrupted: after %v, before it found the %s violation it expects\n", rep.Elapsed.Round(time.Millisecond), expect)
+		return exitUsage
+	case expect != "":
+		fmt.Fprintf(out, "expected:    a %s violation, and the run found none: the check missed the planted bug\n", expect)
+		return exitViolation
+	case found || rep.Dropped > 0:
+		return exitViolation
+	case interrupted:
+		fmt.Fprintf(out, "interrupted: after %v; what ran passed every check, but the run did not finish\n", rep.Elapsed.Round(time.Millisecond))
+		return exitUsage
+	}
+	return exitPass
+}
+
+// keptOrRemoved removes the directory of a run that could not run when it
+// holds nothing, and otherwise says where its files are.
+func keptOrRemoved(stderr io.Writer, runDir string) {
+	if entries, err := os.ReadDir(runDir); err == nil && len(entries) == 0 {
+		os.Remove(runDir)
+		return
+	}
+	fmt.Fprintf(stderr, "statestress: the run's files are in %s\n", runDir)
 }

@@ -10,9 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// asMain makes the test binary act as statestress (main) when a test
+// starts it.
+const asMain = "STATESTRESS_TEST_AS_MAIN"
+
 // TestMain lets a run started by a test re-execute this binary as its
 // workers.
 func TestMain(m *testing.M) {
+	if os.Getenv(asMain) != "" {
+		main()
+	}
 	stress.WorkerMain()
 	os.Exit(m.Run())
 }
@@ -30,9 +37,16 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"-until-kills", "1", "-kill-every", "0", "-dir", t.TempDir()},
 		{"-nope"},
 		{"extra"},
+		{"-expect", "duplicate-tokens", "-dir", t.TempDir()},                  // a typo: no run can pass
+		{"-redis", "-until-swept", "1", "-dir", t.TempDir()},                  // Redis records no sweep
+		{"-procs", "1", "-until-contended", "1", "-dir", t.TempDir()},         // contended between processes
+		{"-duration", "25h", "-dir", t.TempDir()},                             // past stress.MaxDuration
+		{"-check-timeout", "-1s", "-dir", t.TempDir()},                        //
+		{"-redis-url", "http://127.0.0.1:1/", "-dir", t.TempDir()},            // not a Redis URL
+		{"-redis-url", "redis://127.0.0.1:1/0", "-step-clock", "-dir", "/nx"}, // file only
 	} {
 		var out, errs bytes.Buffer
-		assert.Equal(t, 2, run(args, &out, &errs), "%q: %s", args, errs.String())
+		assert.Equal(t, 2, run(t.Context(), args, &out, &errs), "%q: %s", args, errs.String())
 		assert.NotEmpty(t, errs.String(), "%q says why", args)
 		assert.Empty(t, out.String())
 	}
@@ -41,7 +55,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 func TestRunStopsOnWorkAndExpects(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	code := run([]string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", dir}, &out, &errs)
+	code := run(t.Context(), []string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", dir}, &out, &errs)
 	assert.Equal(t, 0, code, "%s\n%s", out.String(), errs.String())
 	assert.Contains(t, out.String(), "stopped because it had done the work asked")
 	assert.Contains(t, out.String(), "verdict:     PASS")
@@ -49,7 +63,7 @@ func TestRunStopsOnWorkAndExpects(t *testing.T) {
 	// -expect fails a run that does not find what it expects.
 	out.Reset()
 	errs.Reset()
-	code = run([]string{"-procs", "2", "-step-clock", "-until-calls", "300", "-kill-every", "0", "-seed", "3",
+	code = run(t.Context(), []string{"-procs", "2", "-step-clock", "-until-calls", "300", "-kill-every", "0", "-seed", "3",
 		"-expect", "duplicate-token", "-dir", dir}, &out, &errs)
 	assert.Equal(t, 1, code, "%s\n%s", out.String(), errs.String())
 	assert.True(t, strings.Contains(out.String(), "the check missed the planted bug"), out.String())

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHelpIsNoError(t *testing.T) {
+	var out, errs bytes.Buffer
+	assert.Equal(t, exitPass, run(t.Context(), []string{"-h"}, &out, &errs))
+	assert.Contains(t, errs.String(), "usage: statestress")
+	assert.Contains(t, errs.String(), "0 pass, 1 violation, 2 bad flags")
+	assert.NotContains(t, errs.String(), "(default 5m0s) (default", "one default per flag")
+	assert.Regexp(t, `-seed uint\n\s+seed of the workload and kill schedule \(default: from the clock; the report names it\)\n`, errs.String(),
+		"no random number shown as the default")
+}
+
+// TestRefusedRunLeavesNoDirectory: flags the run refuses leave nothing
+// under -dir (each left an empty statestress-* directory), and no line
+// saying a run started.
+func TestRefusedRunLeavesNoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"-duration", "25h"},
+		{"-check-timeout", "-1s"},
+		{"-redis-url", "ftp://127.0.0.1/"},
+	} {
+		var out, errs bytes.Buffer
+		assert.Equal(t, exitUsage, run(t.Context(), append(args, "-dir", dir), &out, &errs), "%q", args)
+		assert.NotContains(t, errs.String(), "processes of", "%q: no run started", args)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
+
+// unfinished is a run that fails quickly: it cannot do its work in its
+// second.
+var unfinished = []string{"-procs", "2", "-until-calls", "1099511627776", "-duration", "1s", "-kill-every", "0", "-seed", "3"}
+
+func TestFailedRunSaysHowToRunItAgain(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	code := run(t.Context(), append(unfinished, "-dir", dir, "-v"), &out, &errs)
+	require.Equal(t, exitViolation, code, out.String()+errs.String())
+	assert.Contains(t, out.String(), "verdict:     FAIL\n")
+	assert.Contains(t, out.String(), "\nrerun:       statestress -seed 3 -duration 1s -kill-every 0s -procs 2 -until-calls 1099511627776\n")
+	assert.Regexp(t, `\nfiles:       `+dir+`/statestress-\d+\n$`, out.String(), "the failed run's files are kept, and it says where")
+}
+
+// TestInterruptedRunSaysWhatRan: an interrupted run stops its workers,
+// checks what they did and reports it; it exits 2, neither a pass nor a
+// violation (its short run is the interruption's). Before, it printed
+// "resource integrity_check: context canceled" and nothing of the run.
+func TestInterruptedRunSaysWhatRan(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, args := range [][]string{
+		{"-procs", "2", "-kill-every", "0", "-seed", "4"},
+		{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "4"},
+	} {
+		var out, errs bytes.Buffer
+		code := run(ctx, append(args, "-dir", t.TempDir()), &out, &errs)
+		assert.Equal(t, exitUsage, code, "%q: %s%s", args, out.String(), errs.String())
+		assert.Contains(t, out.String(), "stopped because it was interrupted")
+		assert.Contains(t, out.String(), "\ninterrupted: after ")
+		assert.Contains(t, out.String(), "\nrerun:       statestress -seed 4 ")
+		assert.NotContains(t, errs.String(), "context canceled")
+	}
+}
+
+// fullWriter fails every write, as stdout on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestUnwrittenReportIsNotASuccess: a report stdout cannot take goes to
+// stderr, and a run that passed exits 2, as its report is not where it
+// was asked for; before, it exited 2 saying nothing at all, and a failed
+// run's violations were lost.
+func TestUnwrittenReportIsNotASuccess(t *testing.T) {
+	var errs bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", t.TempDir()}, fullWriter{}, &errs)
+	assert.Equal(t, exitUsage, code, errs.String())
+	assert.Contains(t, errs.String(), "the report could not be written: no space left on device")
+	assert.Contains(t, errs.String(), "verdict:     PASS")
+
+	errs.Reset()
+	code = run(t.Context(), append(unfinished, "-dir", t.TempDir()), fullWriter{}, &errs)
+	assert.Equal(t, exitViolation, code, "a violation stays a violation")
+	assert.Contains(t, errs.String(), "verdict:     FAIL")
+	assert.Contains(t, errs.String(), "rerun:       statestress -seed 3 ")
+}
+
+// TestCtrlCStopsTheRunAndReports: Ctrl-C in a terminal sends SIGINT to
+// the whole foreground process group. The workers, started in a group of
+// their own, go on until the driver stops them, so none counts as a
+// worker that exited by itself; the run is checked and reported.
+func TestCtrlCStopsTheRunAndReports(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cmd := exec.Command(exe, "-procs", "2", "-duration", "5m", "-kill-every", "20ms", "-v", "-seed", "5", "-dir", dir)
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a foreground group of its own, as a shell makes
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var errs strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() { // until the driver has killed a worker and started its successor
+		errs.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "stress: killed ") {
+			break
+		}
+	}
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT))
+	rest, _ := io.ReadAll(stderr)
+	errs.Write(rest)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s%s", out.String(), errs.String())
+	assert.Equal(t, exitUsage, exit.ExitCode(), "%s%s", out.String(), errs.String())
+	assert.Contains(t, out.String(), "stopped because it was interrupted")
+	assert.Contains(t, out.String(), "violations:  0\n", "no worker died of the SIGINT")
+	runs, err := filepath.Glob(filepath.Join(dir, "statestress-*"))
+	require.NoError(t, err)
+	assert.Len(t, runs, 1, "an interrupted run keeps its files")
+}

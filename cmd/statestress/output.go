@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// fallbackWriter is stdout: after its first failed write (a full disk, a
+// closed pipe) it says so on stderr and writes the rest of the report
+// there, so a violation and the line that runs it again are not lost.
+type fallbackWriter struct {
+	w, stderr io.Writer
+	err       error
+}
+
+func (f *fallbackWriter) Write(p []byte) (int, error) {
+	n := 0
+	if f.err == nil {
+		var err error
+		if n, err = f.w.Write(p); err == nil {
+			return n, nil
+		}
+		f.err = err
+		fmt.Fprintf(f.stderr, "statestress: the report could not be written: %v; the rest of it follows here\n", err)
+	}
+	m, err := f.stderr.Write(p[n:])
+	return n + m, err
+}
+
+// notForRerun are the flags that do not change what a run does.
+var notForRerun = map[string]bool{"seed": true, "dir": true, "keep": true, "v": true}
+
+// rerunLine returns a command line that runs the same workload again:
+// seed, then every flag given but those of notForRerun (a -redis-url
+// with its password left out).
+func rerunLine(fs *flag.FlagSet, seed uint64) string {
+	words := []string{"statestress", "-seed", strconv.FormatUint(seed, 10)}
+	fs.Visit(func(f *flag.Flag) {
+		if notForRerun[f.Name] {
+			return
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if f.Value.String() == "true" {
+				words = append(words, "-"+f.Name)
+			} else {
+				words = append(words, "-"+f.Name+"="+f.Value.String())
+			}
+			return
+		}
+		v := f.Value.String()
+		if u, err := url.Parse(v); err == nil && f.Name == "redis-url" {
+			v = u.Redacted() // no password in a CI log
+		}
+		words = append(words, "-"+f.Name, shellQuote(v))
+	})
+	return strings.Join(words, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
