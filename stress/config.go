@@ -232,6 +232,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative work in Until (%s)", ErrConfig, c.Until)
 	case c.Until.Kills > 0 && c.KillEvery < 0:
 		return c, fmt.Errorf("%w: Until asks for %d kills, but there are none", ErrConfig, c.Until.Kills)
+	case c.MaxOps > 0 && c.Until.Calls > c.MaxOps:
+		return c, fmt.Errorf("%w: Until asks for %d calls, but MaxOps stops the run at %d", ErrConfig, c.Until.Calls, c.MaxOps)
 	case c.Until.Contended > 0 && c.Processes < 2:
 		return c, fmt.Errorf("%w: Until asks for %d grants contended between processes, but there is one process", ErrConfig, c.Until.Contended)
 	case c.Redis != nil && c.Until.Swept > 0:

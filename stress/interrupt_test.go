@@ -56,6 +56,7 @@ func TestRunRefusesWorkItCannotDo(t *testing.T) {
 		{Redis: &stress.Redis{}, Until: stress.Work{Swept: 1}},                             // Redis expires keys itself
 		{Redis: &stress.Redis{URL: "redis://127.0.0.1:1/0"}, Until: stress.Work{Swept: 1}}, // the same
 		{Processes: 1, Until: stress.Work{Contended: 1}},                                   // contended between processes
+		{MaxOps: 100, Until: stress.Work{Calls: 101}},                                      // stops at MaxOps first
 		{Redis: &stress.Redis{URL: "http://127.0.0.1:1/0"}},                                // not a Redis URL
 		{CheckTimeout: -time.Second},
 		{Duration: stress.MaxDuration + time.Second},

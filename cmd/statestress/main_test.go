@@ -40,6 +40,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"-expect", "duplicate-tokens", "-dir", t.TempDir()},                  // a typo: no run can pass
 		{"-redis", "-until-swept", "1", "-dir", t.TempDir()},                  // Redis records no sweep
 		{"-procs", "1", "-until-contended", "1", "-dir", t.TempDir()},         // contended between processes
+		{"-until-calls", "2000000", "-dir", t.TempDir()},                      // past -ops' default
 		{"-duration", "25h", "-dir", t.TempDir()},                             // past stress.MaxDuration
 		{"-check-timeout", "-1s", "-dir", t.TempDir()},                        //
 		{"-redis-url", "http://127.0.0.1:1/", "-dir", t.TempDir()},            // not a Redis URL
