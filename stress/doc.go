@@ -139,5 +139,8 @@
 // A run with Config.Until stops as soon as it has done that much work
 // (calls, kills, grants, grants contended between processes), whatever the
 // machine's speed, and fails if Config.Duration, its cap, passes first; a
-// run without it attacks for Config.Duration.
+// run without it attacks for Config.Duration. A run whose context ends, or
+// one of whose workers exits by itself (which is reported, and not
+// started again), stops attacking at once; what ran is checked all the
+// same.
 package stress
