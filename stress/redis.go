@@ -120,7 +120,10 @@ var ErrNoServerTime = errors.New("stress: the redis backend does not report the 
 
 // probeRedis opens url as a worker will, and reads a key to see that the
 // backend is linked in, the server answers, and the time of a verb is
-// reported.
+// reported; then takes a lease and releases it, to see that Lease accepts
+// the server (a server of the caller's may have persistence off: every
+// grant of the run would fail, and the check of their unknown outcomes
+// take many minutes).
 func probeRedis(raw string) error {
 	db, err := state.Open(raw)
 	if err != nil {
@@ -134,6 +137,13 @@ func probeRedis(raw string) error {
 	}
 	if now == 0 {
 		return ErrNoServerTime
+	}
+	l, err := db.Lease(context.Background(), "probe", "stress", time.Second)
+	if err != nil {
+		return fmt.Errorf("stress: the server refuses leases: %w", err)
+	}
+	if err := db.Release(context.Background(), l); err != nil {
+		return fmt.Errorf("stress: %w", err)
 	}
 	return nil
 }

@@ -94,3 +94,20 @@ func TestRedisRunRefusesABadConfig(t *testing.T) {
 		require.ErrorIs(t, err, stress.ErrConfig, "%+v", cfg)
 	}
 }
+
+// TestRedisURLThatRefusesLeasesIsRefused: a server of the caller's that
+// Lease refuses (appendonly no, and no allow_unsafe_leases in the URL)
+// stops the run before it starts, with Lease's reason. Before, every
+// grant failed as an engine error, each an unknown op, and the check
+// searched those histories for many minutes (10 at least, on a 3 s run)
+// before it said anything.
+func TestRedisURLThatRefusesLeasesIsRefused(t *testing.T) {
+	cfg := shortRedis(t)
+	s := redistest.Start(t, redistest.WithoutPersistence())
+	cfg.Redis = &stress.Redis{URL: s.URL("")}
+	cfg.Until = stress.Work{Calls: 50}
+	cfg.KillEvery = -1
+	_, err := stress.Run(t.Context(), cfg)
+	require.ErrorIs(t, err, state.ErrNotDurable)
+	assert.Contains(t, err.Error(), "allow_unsafe_leases=true")
+}
