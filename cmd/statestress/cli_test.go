@@ -47,7 +47,7 @@ func TestRefusedRunLeavesNoDirectory(t *testing.T) {
 
 // unfinished is a run that fails quickly: it cannot do its work in its
 // second.
-var unfinished = []string{"-procs", "2", "-until-calls", "1099511627776", "-duration", "1s", "-kill-every", "0", "-seed", "3"}
+var unfinished = []string{"-procs", "2", "-until-calls", "1000000", "-duration", "1s", "-kill-every", "0", "-seed", "3"}
 
 func TestFailedRunSaysHowToRunItAgain(t *testing.T) {
 	dir := t.TempDir()
@@ -55,7 +55,7 @@ func TestFailedRunSaysHowToRunItAgain(t *testing.T) {
 	code := run(t.Context(), append(unfinished, "-dir", dir, "-v"), &out, &errs)
 	require.Equal(t, exitViolation, code, out.String()+errs.String())
 	assert.Contains(t, out.String(), "verdict:     FAIL\n")
-	assert.Contains(t, out.String(), "\nrerun:       statestress -seed 3 -duration 1s -kill-every 0s -procs 2 -until-calls 1099511627776\n")
+	assert.Contains(t, out.String(), "\nrerun:       statestress -seed 3 -duration 1s -kill-every 0s -procs 2 -until-calls 1000000\n")
 	assert.Regexp(t, `\nfiles:       `+dir+`/statestress-\d+\n$`, out.String(), "the failed run's files are kept, and it says where")
 }
 
