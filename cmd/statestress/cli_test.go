@@ -140,3 +140,28 @@ func TestCtrlCStopsTheRunAndReports(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, runs, 1, "an interrupted run keeps its files")
 }
+
+// TestClosedStdoutIsNotASuccess: a report written to a pipe whose reader
+// is gone (statestress | head -1, a CI log collector that died) goes to
+// stderr, and the run exits as a run whose report was not written; before,
+// SIGPIPE killed statestress as it wrote, losing the verdict, and left the
+// run's directory unnamed.
+func TestClosedStdoutIsNotASuccess(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // no reader: a write gets EPIPE, or SIGPIPE
+	cmd := exec.Command(exe, "-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	cmd.Stdout = w
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	err = cmd.Run()
+	w.Close()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, errs.String())
+	assert.Equal(t, exitUsage, exit.ExitCode(), "%v: %s", exit, errs.String())
+	assert.Contains(t, errs.String(), "the report could not be written: write /dev/stdout: broken pipe")
+	assert.Contains(t, errs.String(), "verdict:     PASS")
+}

@@ -78,6 +78,10 @@ const (
 
 func main() {
 	stress.WorkerMain()
+	// A closed stdout (statestress | head) returns EPIPE, and the report
+	// goes to stderr, rather than SIGPIPE ending statestress as it writes
+	// (Notify, not Ignore: workers would inherit an ignored SIGPIPE).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
