@@ -59,6 +59,17 @@ func TestFailedRunSaysHowToRunItAgain(t *testing.T) {
 	assert.Regexp(t, `\nfiles:       `+dir+`/statestress-\d+\n$`, out.String(), "the failed run's files are kept, and it says where")
 }
 
+// TestStartLineNamesTheSeedAndTheRerun: the line printed as the run starts
+// names the seed and the command line, so a run killed before its report
+// (a CI timeout during a long check) can still be run again.
+func TestStartLineNamesTheSeedAndTheRerun(t *testing.T) {
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-dir", t.TempDir()}, &out, &errs)
+	require.Equal(t, exitPass, code, out.String()+errs.String())
+	first, _, _ := strings.Cut(errs.String(), "\n")
+	assert.Regexp(t, `^statestress: seed \d+: 2 processes .*; rerun: statestress -seed \d+ -kill-every 0s -procs 2 -until-calls 300$`, first)
+}
+
 // TestInterruptedRunSaysWhatRan: an interrupted run stops its workers,
 // checks what they did and reports it; it exits 2, neither a pass nor a
 // violation (its short run is the interruption's). Before, it printed

@@ -235,7 +235,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *killEvery <= 0 {
 		kills = "no kills"
 	}
-	fmt.Fprintf(stderr, "statestress: %s %s, %s, in %s\n", mode, what, kills, runDir)
+	// The seed and the command line come first, for a run killed before
+	// its report.
+	fmt.Fprintf(stderr, "statestress: seed %d: %s %s, %s, in %s; rerun: %s\n", *seed, mode, what, kills, runDir, rerunLine(fs, *seed))
 	rep, err := stress.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "statestress:", err)
