@@ -126,7 +126,8 @@ type Redis struct {
 	// URL names a server the caller runs, such as
 	// "redis://127.0.0.1:6379/0": the workers open it with a prefix of the
 	// run's own added (prefix=stress:<seed>:<time>:), and the driver never
-	// kills it. Empty: Run starts a redis-server of its own in Dir/redis
+	// kills it; when the run ends, pass or fail, it deletes every key under
+	// that prefix, and no other (Report.KeysRemoved). Empty: Run starts a redis-server of its own in Dir/redis
 	// (internal/redistest.Launch: appendonly yes, appendfsync always),
 	// SIGKILLs and restarts it, and kills it when the run ends.
 	URL string

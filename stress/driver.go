@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	d.work = newWorkCount(d.procOf, d.isSweeper)
 	defer d.closeRedis()
+	defer d.dropRunKeys() // after the check, before closeRedis
 	if err := d.setup(); err != nil {
 		return nil, err
 	}

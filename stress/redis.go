@@ -51,6 +51,7 @@ type redisRun struct {
 	addr     string
 	password string
 	url      string // for the workers, without client_name
+	prefix   string // every key the run writes starts with it
 	outages  []outage
 }
 
@@ -83,7 +84,8 @@ func (d *driver) setupRedis() error {
 	}
 	u, _ := url.Parse(raw)
 	q := u.Query()
-	q.Set("prefix", q.Get("prefix")+prefix)
+	r.prefix = q.Get("prefix") + prefix
+	q.Set("prefix", r.prefix)
 	if rc.NoPersistence {
 		q.Set("allow_unsafe_leases", "true")
 	}

@@ -114,6 +114,14 @@ type Report struct {
 	// Dropped counts the others.
 	Violations []Violation
 	Dropped    int
+
+	// RedisPrefix is the prefix of every key a run against a server the
+	// caller runs (Redis.URL) wrote, "" for another run. KeysRemoved counts
+	// the keys under it the run deleted when it ended, and KeysLeft says
+	// why some may be left ("" when none are).
+	RedisPrefix string
+	KeysRemoved int
+	KeysLeft    string
 }
 
 // OK reports whether the run found no violation.
@@ -190,6 +198,12 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), r.Cut, r.Failed)
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "outages:     %d calls refused (not applied), %d lost their reply (unknown outcomes)\n", r.Unavailable, r.Uncertain)
+	}
+	switch {
+	case r.RedisPrefix != "" && r.KeysLeft != "":
+		fmt.Fprintf(&b, "keys:        removed %d keys of the run (prefix %s); some may be left on the server: %s\n", r.KeysRemoved, r.RedisPrefix, r.KeysLeft)
+	case r.RedisPrefix != "":
+		fmt.Fprintf(&b, "keys:        removed the run's %d keys (prefix %s) from the server\n", r.KeysRemoved, r.RedisPrefix)
 	}
 	fmt.Fprintf(&b, "flushes:     %d buffered increments, %d flushes\n", r.Buffered, r.Flushes)
 	sweeps := "sweep calls"

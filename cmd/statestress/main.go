@@ -30,8 +30,10 @@
 // run's directory, the workers open it through a redis:// URL, and the
 // driver also SIGKILLs the server now and then (-server-kill-every) and
 // restarts it on the same port and directory. -redis-url attacks a server
-// you run instead (never killed; the run's keys get a prefix of their
-// own). -redis-no-persistence is the negative control: a server with
+// you run instead (never killed): the run's keys get a prefix of their own,
+// stress:<seed>:<time>: after the URL's prefix, and every key under it is
+// deleted when the run ends, pass or fail, and no other key (the report's
+// keys: line says how many). -redis-no-persistence is the negative control: a server with
 // appendonly no, which a restart empties, must be caught handing out a
 // fencing token twice.
 //
@@ -118,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&until.ServerKills, "until-server-kills", 0, "with -redis, stop once the server was killed and restarted this many times")
 	killEvery := fs.Duration("kill-every", stress.DefaultKillEvery, "mean time between two SIGKILLs (0 or less: none)")
 	redis := fs.Bool("redis", false, "attack a redis-server this run starts (AOF, appendfsync always) instead of a file, and SIGKILL and restart it too")
-	redisURL := fs.String("redis-url", "", "attack the Redis server at this redis:// URL instead of a file (never killed)")
+	redisURL := fs.String("redis-url", "", "attack the Redis server at this redis:// URL instead of a file (never killed; the run's keys, under a prefix of its own, are deleted when it ends)")
 	serverKillEvery := fs.Duration("server-kill-every", stress.DefaultServerKillEvery, "with -redis, mean time between two SIGKILLs of the server, each followed by a restart (0 or less: none)")
 	noPersistence := fs.Bool("redis-no-persistence", false, "with -redis, run the server with appendonly no (and allow_unsafe_leases=true): the negative control, which must find a duplicate token")
 	seed := fs.Uint64("seed", 0, "seed of the workload and kill schedule (default: from the clock; the report names it)")
