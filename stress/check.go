@@ -172,6 +172,9 @@ func (d *driver) history() ([]linearizability.Op, error) {
 					last = p.endNanos // cut by a kill: heard of until its process died
 				}
 				op.Return = d.redis.boundByOutage(last, p.endNanos)
+				if d.redis.relaunchedWithin(op.Call, last) {
+					d.report.LooseBound++
+				}
 			case op.Unknown && op.Return <= op.Call:
 				op.Return = p.endNanos
 				if p.killed {

@@ -240,6 +240,20 @@ func (r *redisRun) boundByOutage(heard, end int64) int64 {
 	return end
 }
 
+// relaunchedWithin reports whether a server was relaunched at or after
+// call and before heard: an unknown op called at call and last heard of at
+// heard may then have reached the new server, so boundByOutage bounds it
+// by a later server's death, or its process's end, instead of the death of
+// the server running at its call (Report.LooseBound counts them).
+func (r *redisRun) relaunchedWithin(call, heard int64) bool {
+	for _, o := range r.outages {
+		if o.relaunch >= call && o.relaunch < heard {
+			return true
+		}
+	}
+	return false
+}
+
 // duringOutage reports whether [call, ret] meets a time the server was
 // being killed or was down.
 func (r *redisRun) duringOutage(call, ret int64) bool {

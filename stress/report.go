@@ -99,6 +99,14 @@ type Report struct {
 	Fenced                 int // writes the fenced resource accepted
 	Refused                int // writes it refused for a stale token
 
+	// LooseBound counts the unknown outcomes on Redis (lost replies, and
+	// calls cut by a worker kill) last heard of after a server was
+	// restarted past their call: the command may have reached the new
+	// server, so the check bounds it by a later server's death or its
+	// process's end, not by the kill of the server running at its call. The
+	// more of them, the less sharp the check.
+	LooseBound int
+
 	// ClockSpread is how far apart the processes' engine clocks were: the
 	// largest minus the smallest difference between a call's now and its
 	// CLOCK_MONOTONIC call time.
@@ -198,6 +206,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), r.Cut, r.Failed)
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "outages:     %d calls refused (not applied), %d lost their reply (unknown outcomes)\n", r.Unavailable, r.Uncertain)
+		fmt.Fprintf(&b, "bounds:      %d unknown outcomes heard of only after a restart past their call, bounded by a later server's death or their process's end\n", r.LooseBound)
 	}
 	switch {
 	case r.RedisPrefix != "" && r.KeysLeft != "":
