@@ -53,6 +53,9 @@ type Result struct {
 	// verdict. It never changes a verdict.
 	Slowest          time.Duration
 	SlowestPartition string
+	// Unchecked counts the partitions CheckBy's deadline left unchecked,
+	// the one it cut included.
+	Unchecked int
 
 	model porcupine.Model
 	info  *porcupine.LinearizationInfo
@@ -102,19 +105,43 @@ func Check(history []Op, timeout time.Duration) Result {
 	return check(history, timeout, true)
 }
 
+// CheckBy is Check with a deadline for the whole check besides timeout for
+// each partition: no partition's search runs past deadline, and none
+// starts after it. A check the deadline cut short is Unknown (unless a
+// partition before was Illegal), Partition naming the first partition it
+// left unchecked and Unchecked counting them, the one it cut included.
+func CheckBy(history []Op, timeout time.Duration, deadline time.Time) Result {
+	return checkBy(history, timeout, deadline, true)
+}
+
 // check is Check; dropUnknownReads false keeps the reads whose answer was
 // lost, for tests that compare the verdicts.
 func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
+	return checkBy(history, timeout, time.Time{}, dropUnknownReads)
+}
+
+// checkBy is CheckBy, with no deadline when it is zero.
+func checkBy(history []Op, timeout time.Duration, deadline time.Time, dropUnknownReads bool) Result {
 	pr, res, ok := prepare(history, dropUnknownReads)
 	if !ok {
 		return res
 	}
 	res.Partitions = len(pr.names)
-	for _, name := range pr.names {
+	for i, name := range pr.names {
 		p, ops := pr.parts[name], pr.ops[name]
 		m := newSetModel(p)
+		limit := timeout
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return res.cutAt(pr.names[i:], len(pr.names))
+			}
+			if limit <= 0 || left < limit {
+				limit = left
+			}
+		}
 		began := time.Now()
-		found := search(m, ops, timeout)
+		found := search(m, ops, limit)
 		if took := time.Since(began); took > res.Slowest {
 			res.Slowest, res.SlowestPartition = took, name
 		}
@@ -122,6 +149,9 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 		case linearizable:
 			continue
 		case outOfTime:
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				return res.cutAt(pr.names[i:], len(pr.names))
+			}
 			if res.Verdict == Ok {
 				res.Verdict, res.Partition = Unknown, name
 				res.Description = fmt.Sprintf("partition %s: the check ran out of time (%d operations)", name, len(ops))
@@ -140,6 +170,17 @@ func check(history []Op, timeout time.Duration, dropUnknownReads bool) Result {
 		res.Verdict, res.Partition, res.model, res.info = Illegal, name, pm, &info
 		res.Description = describeFailure(p, ops, info)
 		return res
+	}
+	return res
+}
+
+// cutAt returns res for a check whose deadline passed with the partitions
+// left (of all) unchecked.
+func (res Result) cutAt(left []string, all int) Result {
+	res.Unchecked = len(left)
+	if res.Verdict == Ok {
+		res.Verdict, res.Partition = Unknown, left[0]
+		res.Description = fmt.Sprintf("the check's deadline passed with %d of %d partitions unchecked, from %s", len(left), all, left[0])
 	}
 	return res
 }
