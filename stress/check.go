@@ -335,17 +335,28 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 		history = widenUnknownTimes(history)
 	}
 	partitions := 0
-	for _, e := range slices.Sorted(maps.Keys(epochs)) {
+	var deadline time.Time // none
+	if d.cfg.CheckLimit > 0 {
+		deadline = time.Now().Add(d.cfg.CheckLimit)
+	}
+	sorted := slices.Sorted(maps.Keys(epochs))
+	for i, e := range sorted {
 		var ops []linearizability.Op // in call order, as history is
 		for _, op := range history {
 			if op, ok := inEpoch(op, e); ok {
 				ops = append(ops, op)
 			}
 		}
-		res := linearizability.Check(ops, d.cfg.CheckTimeout)
+		res := linearizability.CheckBy(ops, d.cfg.CheckTimeout, deadline)
 		partitions += res.Partitions
 		if res.Ok() {
 			continue
+		}
+		if res.Unchecked > 0 {
+			r.Linearizability = fmt.Sprintf("%s: reached the check's limit in epoch %d", res.Verdict, e)
+			r.violate(KindCheckLimit, "the linearizability check reached its limit of %v with epoch %d and %d later epochs of %d unchecked (%d of epoch %d's %d partitions): %s",
+				d.cfg.CheckLimit, e, len(sorted)-i-1, len(sorted), res.Unchecked, e, res.Partitions, res.Description)
+			return
 		}
 		r.Linearizability = fmt.Sprintf("%s in epoch %d", res, e)
 		r.violate(KindLinearizability, "epoch %d: %s\n%s", e, res, res.Description)

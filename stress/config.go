@@ -68,6 +68,13 @@ type Config struct {
 	// CheckTimeout bounds the linearizability search per partition
 	// (DefaultCheckTimeout if 0). A partition that runs out is a violation.
 	CheckTimeout time.Duration
+	// CheckLimit bounds the whole linearizability check, every epoch and
+	// partition of it (0: no bound). CheckTimeout bounds each partition
+	// alone, so a run whose history has many slow partitions can check for
+	// hours. A check that reaches CheckLimit stops there, and the report
+	// says how far it got (a KindCheckLimit violation); the other checks
+	// run all the same.
+	CheckLimit time.Duration
 	// Exe is the binary to re-execute as a worker (os.Executable() if
 	// empty). Its main or TestMain must call WorkerMain first.
 	Exe string
@@ -241,6 +248,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Until asks for %d swept keys, but Redis expires keys itself: a Redis run records no sweep", ErrConfig, c.Until.Swept)
 	case c.CheckTimeout < 0:
 		return c, fmt.Errorf("%w: negative CheckTimeout", ErrConfig)
+	case c.CheckLimit < 0:
+		return c, fmt.Errorf("%w: negative CheckLimit", ErrConfig)
 	case c.EpochEvery < 0:
 		return c, fmt.Errorf("%w: negative EpochEvery", ErrConfig)
 	case c.Redis == nil && c.Until.ServerKills > 0:

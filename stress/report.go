@@ -42,6 +42,10 @@ const (
 	// KindWorker: a worker failed to open the file, crashed, exited by
 	// itself or did not stop.
 	KindWorker = "worker"
+	// KindCheckLimit: the linearizability check reached Config.CheckLimit
+	// before it had checked every epoch: what it checked passed, the rest
+	// is unknown.
+	KindCheckLimit = "check-limit"
 	// KindShortRun: the run stopped (at its time cap, its bound on calls,
 	// or interrupted) before it had done the work Config.Until asked.
 	KindShortRun = "short-run"
@@ -50,7 +54,7 @@ const (
 // Kinds returns every kind of violation a Report may hold.
 func Kinds() []string {
 	return []string{KindLinearizability, KindDuplicateToken, KindTokenOrder, KindFence, KindCounter, KindBuffered,
-		KindClock, KindEngineError, KindIntegrity, KindWorker, KindShortRun}
+		KindClock, KindEngineError, KindIntegrity, KindWorker, KindShortRun, KindCheckLimit}
 }
 
 // maxViolationsPerKind bounds what a report lists of one kind; the rest

@@ -176,3 +176,25 @@ func TestClosedStdoutIsNotASuccess(t *testing.T) {
 	assert.Contains(t, errs.String(), "the report could not be written: write /dev/stdout: broken pipe")
 	assert.Contains(t, errs.String(), "verdict:     PASS")
 }
+
+// TestCheckLimitEndsTheCheckWithExitTwo: -check-limit bounds the whole
+// linearizability check, where -check-timeout bounds each partition (a 3 s
+// run once checked for more than 10 minutes, partition after partition).
+// A check that reaches it says how far it got, runs the other checks, and
+// exits 2: the run did not finish, and found nothing.
+func TestCheckLimitEndsTheCheckWithExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "3",
+		"-check-limit", "1ns", "-dir", dir}, &out, &errs)
+	assert.Equal(t, exitUsage, code, "%s\n%s", out.String(), errs.String())
+	assert.Contains(t, out.String(), "stopped because it had done the work asked")
+	assert.Contains(t, out.String(), "check-limit: the linearizability check reached its limit of 1ns with epoch 0 and ")
+	assert.Contains(t, out.String(), "\ncheck limit: the check stopped at -check-limit 1ns; what it checked passed, but it did not finish\n")
+	assert.Contains(t, out.String(), "\nrerun:       statestress -seed 3 -check-limit 1ns ")
+
+	out.Reset()
+	errs.Reset()
+	assert.Equal(t, exitUsage, run(t.Context(), []string{"-check-limit", "-1s", "-dir", dir}, &out, &errs))
+	assert.Contains(t, errs.String(), "CheckLimit")
+}

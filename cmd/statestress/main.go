@@ -9,7 +9,12 @@
 // for a pass, 1 for a violation, 2 for bad flags or a run that could not
 // run or finish: interrupted (SIGINT or SIGTERM stop the attack, and what
 // ran is checked and reported; a second one ends statestress at once), or
-// a report that could not be written to stdout (it goes to stderr).
+// a report that could not be written to stdout (it goes to stderr), or a
+// check that reached -check-limit. -check-timeout bounds the search of each
+// partition of the history; -check-limit (none by default) bounds the whole
+// linearizability check, which over many slow partitions can take hours: a
+// check that reaches it stops, the other checks run, and the report says
+// how far it got.
 //
 // Workers open the file with the engine's default options: the real
 // clock, and the background sweeper, flusher and checkpointer, so kills
@@ -127,6 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
 	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition")
+	checkLimit := fs.Duration("check-limit", 0, "the whole linearizability check's time limit (0: none); a check that reaches it exits 2, saying how far it got")
 	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory); with -redis or -redis-url the default is "+stress.DefaultRedisEpochEvery.String())
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
@@ -184,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := stress.Config{Processes: *procs, Goroutines: *goroutines, StepClock: *stepClock, Duration: *duration,
-		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, EpochEvery: *epoch}
+		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, CheckLimit: *checkLimit, EpochEvery: *epoch}
 	if *killEvery <= 0 {
 		cfg.KillEvery = -1
 	}
@@ -248,7 +254,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	out := &fallbackWriter{w: stdout, stderr: stderr}
 	_, _ = rep.WriteTo(out)
-	code := verdict(rep, *expect, out)
+	code := verdict(rep, *expect, *checkLimit, out)
 	if code == exitPass && out.err != nil {
 		code = exitUsage // its report is not where it was asked for
 	}
@@ -262,12 +268,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // verdict returns the exit status of a run that ran, and writes to out
-// what -expect and an interruption make of it.
-func verdict(rep *stress.Report, expect string, out io.Writer) int {
+// what -expect, an interruption and the check's limit make of it.
+func verdict(rep *stress.Report, expect string, limit time.Duration, out io.Writer) int {
 	interrupted := rep.Stopped == stress.StoppedInterrupted
-	found := false // a violation an interruption does not explain
+	limited := rep.Has(stress.KindCheckLimit)
+	found := false // a violation an interruption or the check's limit does not explain
 	for _, v := range rep.Violations {
-		found = found || !(interrupted && v.Kind == stress.KindShortRun)
+		found = found || !(interrupted && v.Kind == stress.KindShortRun) && v.Kind != stress.KindCheckLimit
 	}
 	switch {
 	case expect != "" && rep.Has(expect):
@@ -276,6 +283,9 @@ func verdict(rep *stress.Report, expect string, out io.Writer) int {
 	case expect != "" && interrupted:
 		fmt.Fprintf(out, "interrupted: after %v, before it found the %s violation it expects\n", rep.Elapsed.Round(time.Millisecond), expect)
 		return exitUsage
+	case expect != "" && limited:
+		fmt.Fprintf(out, "check limit: the check stopped at -check-limit %v before it found the %s violation it expects\n", limit, expect)
+		return exitUsage
 	case expect != "":
 		fmt.Fprintf(out, "expected:    a %s violation, and the run found none: the check missed the planted bug\n", expect)
 		return exitViolation
@@ -283,6 +293,9 @@ func verdict(rep *stress.Report, expect string, out io.Writer) int {
 		return exitViolation
 	case interrupted:
 		fmt.Fprintf(out, "interrupted: after %v; what ran passed every check, but the run did not finish\n", rep.Elapsed.Round(time.Millisecond))
+		return exitUsage
+	case limited:
+		fmt.Fprintf(out, "check limit: the check stopped at -check-limit %v; what it checked passed, but it did not finish\n", limit)
 		return exitUsage
 	}
 	return exitPass
