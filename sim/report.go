@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/statekit/statekit/linearizability"
@@ -82,7 +83,8 @@ func (r *Report) WriteHTML(path string) error {
 }
 
 // Summary describes the run in one line, such as
-// `seed 7: ok, 400 ops, 4 processes, 12 faults, 61s virtual, trace: 1f2e...`.
+// `seed 7: ok, 400 ops, 4 processes, 12 faults, 61s virtual, trace: 1f2e...`,
+// each count in the singular for one (`1 process`).
 func (r *Report) Summary() string {
 	verdict := "ok"
 	if !r.OK() {
@@ -92,9 +94,18 @@ func (r *Report) Summary() string {
 	for _, n := range r.Stats.Faults {
 		faults += n
 	}
-	return fmt.Sprintf("seed %d: %s, %d ops, %d processes, %d faults, %d unknown, %.1fs virtual, trace: %s",
-		r.Config.Seed, verdict, r.Stats.Ops, r.Stats.Procs, faults, r.Stats.Unknown,
-		float64(r.Stats.VirtualMillis)/1000, r.Trace)
+	return fmt.Sprintf("seed %d: %s, %s, %s, %s, %d unknown, %.1fs virtual, trace: %s",
+		r.Config.Seed, verdict, count(r.Stats.Ops, "op", "ops"), count(r.Stats.Procs, "process", "processes"),
+		count(faults, "fault", "faults"), r.Stats.Unknown, float64(r.Stats.VirtualMillis)/1000, r.Trace)
+}
+
+// count is n and the noun for n of them, one or many: "1 process",
+// "2 processes".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // report runs the checks that need the whole run, when it is complete,

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/statekit/statekit/internal/childproc"
 	"github.com/statekit/statekit/internal/redistest"
 	"github.com/statekit/statekit/state"
 )
@@ -210,7 +211,7 @@ func startApp(e *env, f appFlavour) (*appServer, error) {
 		if err != nil {
 			return s, err
 		}
-		if err := cmd.Start(); err != nil {
+		if err := childproc.Start(cmd); err != nil { // on Linux it dies with statebench
 			return s, fmt.Errorf("start app server: %w", err)
 		}
 		w := &worker{cmd: cmd, in: in, out: bufio.NewReader(out)}

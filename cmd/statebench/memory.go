@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 
+	"github.com/statekit/statekit/internal/childproc"
 	"github.com/statekit/statekit/state"
 )
 
@@ -29,12 +31,17 @@ func runMemory(e *env) ([]Result, error) {
 	}
 	cmd := exec.Command(e.exe, childArg, "-mode", "memory", "-path", dir)
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := childproc.Start(cmd) // on Linux it dies with statebench
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("memory worker: %w", err)
 	}
 	var m memoryResult
-	if err := json.Unmarshal(out, &m); err != nil {
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		return nil, fmt.Errorf("memory worker: %w", err)
 	}
 	heap := float64(m.HeapAfter-m.HeapBefore) / memoryHandles

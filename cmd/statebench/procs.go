@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/statekit/statekit/internal/childproc"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 )
@@ -187,7 +188,7 @@ func startWorkers(e *env, r procRun, path string, b budget) ([]*worker, error) {
 		if err != nil {
 			return ws, err
 		}
-		if err := cmd.Start(); err != nil {
+		if err := childproc.Start(cmd); err != nil { // on Linux it dies with statebench
 			return ws, fmt.Errorf("start worker: %w", err)
 		}
 		ws = append(ws, &worker{cmd: cmd, in: in, out: bufio.NewReader(out)})

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +22,18 @@ const asStatesim = "STATESIM_TEST_AS_MAIN"
 // workerDies makes the test binary, re-executed as a worker, exit at once.
 const workerDies = "STATESIM_TEST_WORKER_DIES"
 
+// workerHangs makes the test binary, re-executed as a worker, print its
+// pid on stderr and run until it is killed, as a worker in a long seed
+// does: one that would not see its input end.
+const workerHangs = "STATESIM_TEST_WORKER_HANGS"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(workerHangs) != "" && slices.Contains(os.Args[1:], "-worker") {
+		fmt.Fprintf(os.Stderr, "worker pid %d\n", os.Getpid())
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
 	if os.Getenv(workerDies) != "" {
 		os.Exit(3)
 	}

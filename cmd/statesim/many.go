@@ -142,10 +142,10 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 	if secs <= 0 {
 		secs = 1e-9
 	}
-	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %d workers; config: %s\n",
-		t.seeds, t.firstSeed, t.lastSeed, t.failed, opt.parallel, strings.Join(opt.cfg.Args()[2:], " "))
-	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %d process starts, %d integrity checks\n",
-		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, t.opens, t.checks)
+	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %s; config: %s\n",
+		t.seeds, t.firstSeed, t.lastSeed, t.failed, count(opt.parallel, "worker", "workers"), strings.Join(opt.cfg.Args()[2:], " "))
+	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %s, %s\n",
+		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, count(t.opens, "process start", "process starts"), count(t.checks, "integrity check", "integrity checks"))
 	fmt.Fprintf(w, "concurrency: %d goroutines scheduled, %d scheduling steps, %d operations called while another was in flight\n",
 		t.threads, t.steps, t.overlap)
 	var fs []string

@@ -3,7 +3,17 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 )
+
+// count is n and the noun for n of them, one or many: "1 worker",
+// "2 workers".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
 
 // fallbackWriter is stdout: after its first failed write (a full disk, a
 // closed pipe) it says so on stderr and writes the rest of the report

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/statekit/statekit/sim"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -29,4 +31,18 @@ func TestUnwrittenReportIsNotASuccess(t *testing.T) {
 	assert.Equal(t, exitViolation, code, "a violation stays a violation")
 	assert.Contains(t, errOut.String(), "no space left on device")
 	assert.Contains(t, errOut.String(), "replay: statesim -seed 1 -ops 300 -bug read-ignores-deadline -v")
+}
+
+// TestSummaryCountsInTheSingular reads one worker, one process start and
+// one integrity check in the singular, and more in the plural.
+func TestSummaryCountsInTheSingular(t *testing.T) {
+	var out bytes.Buffer
+	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, &totals{seeds: 1, opens: 1, checks: 1}, time.Second)
+	assert.Contains(t, out.String(), "; 1 worker; ")
+	assert.Contains(t, out.String(), "; 1 process start, 1 integrity check\n")
+
+	out.Reset()
+	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 2}, &totals{seeds: 2, opens: 2, checks: 2}, time.Second)
+	assert.Contains(t, out.String(), "; 2 workers; ")
+	assert.Contains(t, out.String(), "; 2 process starts, 2 integrity checks\n")
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/statekit/statekit/internal/childproc"
 )
 
 // Parallel runs use worker processes, not goroutines: SQLite's random
@@ -67,7 +69,10 @@ func startWorker(opt options) (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	// On Linux a worker dies with statesim, even a statesim killed with
+	// SIGKILL: its input ends then, but it would see that only after its
+	// seed, which may take minutes.
+	if err := childproc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 	sc := bufio.NewScanner(out)

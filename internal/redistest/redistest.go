@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests: one
 // server on a free port of 127.0.0.1 with its own directory, or a small
-// cluster of masters. Every server is killed when the test ends.
+// cluster of masters. Every server is killed when the test ends and, on
+// Linux, when the process that started it dies, even of SIGKILL.
 //
 // A test that calls Start or StartCluster on a machine without
 // /usr/bin/redis-server (or redis-server on PATH) is skipped, in one line.
@@ -23,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/statekit/statekit/internal/childproc"
 )
 
 // startWait bounds how long a server may take to answer PING after it was
@@ -155,9 +158,12 @@ func (s *Server) start() error {
 	cmd.Dir = s.dir
 	// A group of its own: a kill reaches the children the server forks
 	// (an AOF rewrite), which would otherwise go on writing in its dir.
+	// The group keeps it from the kill a parent's group gets, so on Linux
+	// childproc gives it a parent-death signal: a parent killed before it
+	// could Kill the server (a CI timeout) takes it along.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		logf.Close()
 		return err
 	}
