@@ -94,8 +94,13 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		}
 		tat = max(tat, now)
 		if tat-now > b.tau {
-			// Written by a process whose engine time is ahead of ours:
-			// clamp to what our clock allows, never beyond.
+			// Written by a process whose engine time is ahead of ours,
+			// or by a bucket of a larger capacity: clamp to what our
+			// clock allows, never beyond. Another program's time is an
+			// error, not a bucket refused for ever.
+			if err := b.checkAhead(tx, k, tat-now); err != nil {
+				return err
+			}
 			tat = now + b.tau
 		}
 		newTAT = tat + n*b.interval
@@ -127,4 +132,22 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		d.RetryAfter = time.Duration(newTAT - b.tau - now)
 	}
 	return d.inWholeMillis(), nil
+}
+
+// checkAhead checks row k, whose TAT is ahead nanoseconds past the
+// transaction's time, more than a capacity: every bucket writes its TAT
+// with a deadline a capacity past it, so a row without a deadline, or with
+// one before the time it holds, is not a bucket's. Such a row would refuse
+// every request until it expired, if ever: it is ErrBadState.
+func (b *TokenBucket) checkAhead(tx *state.Tx, k string, ahead int64) error {
+	left, err := tx.TTL(k)
+	switch {
+	case err != nil:
+		return err
+	case left == state.NoExpiry:
+		return fmt.Errorf("%w: key %q holds a time %v ahead, with no deadline", ErrBadState, k, time.Duration(ahead))
+	case int64(left) < ahead-int64(time.Millisecond): // a millisecond's slack for a deadline read in whole ones
+		return fmt.Errorf("%w: key %q holds a time %v ahead, with a deadline %v ahead", ErrBadState, k, time.Duration(ahead), left)
+	}
+	return nil
 }

@@ -86,8 +86,10 @@ var (
 	// allowed.
 	ErrInvalidRequest = errors.New("ratelimit: invalid request")
 	// ErrBadState is returned when the key a limiter keeps its state under
-	// holds something it did not write (bytes, or an out-of-range number):
-	// another program wrote to the limiter's prefix. A fixed window's single
+	// holds something it did not write (bytes, or an out-of-range number;
+	// for a token bucket, a time more than a capacity ahead without a
+	// deadline, or with one before it): another program wrote to the
+	// limiter's prefix. A fixed window's single
 	// Incr finds it by adding to it, so that key has moved by one.
 	ErrBadState = errors.New("ratelimit: stored state is not a limiter's")
 )
@@ -231,8 +233,11 @@ func storedInt(tx *state.Tx, k string) (int64, error) {
 		return 0, err
 	}
 	i, ok := v.Int()
-	if !ok || i < 0 {
-		return 0, fmt.Errorf("%w: key %q holds %q", ErrBadState, k, v.String())
+	if !ok {
+		return 0, fmt.Errorf("%w: key %q holds %d bytes %q", ErrBadState, k, len(v.Bytes()), cut(v.String()))
+	}
+	if i < 0 {
+		return 0, fmt.Errorf("%w: key %q holds %d", ErrBadState, k, i)
 	}
 	return i, nil
 }

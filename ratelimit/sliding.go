@@ -97,8 +97,9 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 			return nil
 		}
 		// The current counter is the previous one all through the next
-		// window, and a window more for a process whose engine time is a
-		// little behind.
+		// window, and lives a window more: a process whose engine time is
+		// ahead sweeps rows by its own clock, and one a little behind it
+		// still weighs this count (TestSlidingWindowCountSurvivesASweepAhead).
 		var err error
 		cur, err = tx.IncrBy(curKey, n, state.TTL(time.Duration(left+2*w)))
 		return err

@@ -73,6 +73,41 @@ func TestCASDeadlines(t *testing.T) {
 	})
 }
 
+// TestCASFindsAKeyAbsentAtItsDeadline: at its deadline's millisecond a
+// key is absent to every form of CAS, in one Update as on its own: the
+// check that it is absent (nil, nil), a delete and a swap with a TTL of
+// the value it held never match it.
+func TestCASFindsAKeyAbsentAtItsDeadline(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		for _, inTx := range []bool{false, true} {
+			cas := func(expected, new any, opts ...state.WriteOption) bool {
+				t.Helper()
+				var ok bool
+				var err error
+				if inTx {
+					err = f.db.Update(f.ctx, func(tx *state.Tx) error {
+						ok, err = tx.CAS("k", expected, new, opts...)
+						return err
+					})
+				} else {
+					ok, err = f.db.CAS(f.ctx, "k", expected, new, opts...)
+				}
+				require.NoError(t, err)
+				return ok
+			}
+			require.NoError(t, f.db.Set(f.ctx, "k", "a", state.TTL(time.Second)))
+			f.clock.Advance(time.Second - time.Millisecond)
+			assert.False(t, cas(nil, nil), "in tx %v: live a millisecond before its deadline", inTx)
+			f.clock.Advance(time.Millisecond)
+			assert.True(t, cas(nil, nil), "in tx %v: absent at its deadline", inTx)
+			assert.False(t, cas("a", nil), "in tx %v: an expired value is never deleted by CAS", inTx)
+			assert.False(t, cas("a", "b", state.TTL(time.Hour)), "in tx %v: nor swapped with a TTL", inTx)
+			assert.Equal(t, "<absent>", f.get("k"), "in tx %v", inTx)
+		}
+	})
+}
+
 func TestCASBadInput(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)

@@ -66,3 +66,45 @@ func TestTTLAnswers(t *testing.T) {
 		assert.Equal(t, state.NoExpiry, left)
 	})
 }
+
+// TestKeyExpiringDuringATransactionIsLiveToEveryVerb: every verb of an
+// Update runs at the transaction's time (Tx.Now), so a key whose deadline
+// passes while the callback runs is live to each verb in it, read or
+// write, and gone to the first verb after it.
+func TestKeyExpiringDuringATransactionIsLiveToEveryVerb(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		require.NoError(t, f.db.Set(f.ctx, "k", 1, state.TTL(10*time.Millisecond)))
+		require.NoError(t, f.db.Set(f.ctx, "gone", 1, state.TTL(10*time.Millisecond)))
+		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error {
+			v, err := tx.Get("k")
+			require.NoError(t, err)
+			assert.Equal(t, state.IntValue(1), v)
+			f.clock.Advance(20 * time.Millisecond) // past both deadlines, inside the callback
+			v, err = tx.Get("k")
+			require.NoError(t, err, "still the transaction's time")
+			assert.Equal(t, state.IntValue(1), v)
+			left, err := tx.TTL("k")
+			require.NoError(t, err)
+			assert.Equal(t, 10*time.Millisecond, left, "time left at the transaction's time")
+			n, err := tx.Incr("k")
+			require.NoError(t, err)
+			assert.Equal(t, int64(2), n, "counts on, never starts over")
+			ok, err := tx.CAS("k", 2, 3)
+			require.NoError(t, err)
+			assert.True(t, ok, "the live value swaps")
+			ok, err = tx.Expire("k", 15*time.Millisecond)
+			require.NoError(t, err)
+			assert.True(t, ok, "a live key's deadline moves")
+			deleted, err := tx.Del("gone")
+			require.NoError(t, err)
+			assert.Equal(t, 1, deleted, "a live key counts as deleted")
+			return nil
+		}))
+		// After it, the engine's time is 20 ms on: the new deadline (15 ms
+		// from the transaction's time) has passed too.
+		assert.Equal(t, "<absent>", f.get("k"))
+		_, err := f.db.TTL(f.ctx, "k")
+		assert.ErrorIs(t, err, state.ErrNotFound)
+	})
+}

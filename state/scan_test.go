@@ -53,6 +53,20 @@ func TestScanReportsKeysDeadlinesAndExpiredRows(t *testing.T) {
 	assert.Equal(t, f.nowMillis()+8000, k.Expires.UnixMilli(), "Expires is the deadline")
 }
 
+// TestScanFindsAKeyExpiredAtItsDeadline: Scan judges expiry as every verb
+// does: a key is live until the millisecond before its deadline and
+// expired at it, left out without includeExpired and marked with it.
+func TestScanFindsAKeyExpiredAtItsDeadline(t *testing.T) {
+	f := newFixture(t, backends[0])
+	require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(time.Second)))
+	f.clock.Advance(time.Second - time.Millisecond)
+	assert.Equal(t, []string{"k=bytes:v@1ms"}, scanAll(t, f.db, "", false), "live a millisecond before")
+	assert.Equal(t, []string{"k=bytes:v@1ms"}, scanAll(t, f.db, "", true), "not marked a millisecond before")
+	f.clock.Advance(time.Millisecond)
+	assert.Empty(t, scanAll(t, f.db, "", false), "absent at its deadline")
+	assert.Equal(t, []string{"k=bytes:v@0s expired"}, scanAll(t, f.db, "", true), "marked at its deadline")
+}
+
 func TestScanPrefixBoundsAreBytes(t *testing.T) {
 	f := newFixture(t, backends[0])
 	// "¿" is C2 BF: the bound past it, C2 C0, is not valid UTF-8.

@@ -1,0 +1,98 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/ratelimit"
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestForeignStateErrorIsShort: a limiter's key holding a large value
+// another program wrote fails with ErrBadState naming the key and what it
+// holds in a line, not with the whole value (a 1 MiB error message, logged
+// by every request the middleware answers 500).
+func TestForeignStateErrorIsShort(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := t.Context()
+	big := strings.Repeat("x", state.MaxValueBytes)
+	idx := t0.UnixNano() / int64(time.Minute)
+	require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", big))
+	require.NoError(t, db.Set(ctx, "ratelimit:sliding:k:"+fmt.Sprint(idx-1), big)) // the previous window's
+	require.NoError(t, db.Set(ctx, "ratelimit:fixed:k:"+fmt.Sprint(idx), big))
+	for name, l := range limiters(t, db, 5, time.Minute) {
+		for _, n := range []int64{1, 2} {
+			_, err := l.AllowN(ctx, "k", n)
+			require.ErrorIs(t, err, ratelimit.ErrBadState, "%s, n %d", name, n)
+			assert.Less(t, len(err.Error()), 400, "%s, n %d: %.300s", name, n, err)
+			assert.Contains(t, err.Error(), "ratelimit:", "%s, n %d: names the key", name, n)
+		}
+	}
+	d, err := limiters(t, db, 5, time.Minute)["sliding"].AllowN(ctx, "k", 2)
+	require.ErrorIs(t, err, ratelimit.ErrBadState)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%d bytes", state.MaxValueBytes), "says how much it holds")
+	assert.False(t, d.Allowed)
+}
+
+// TestTokenBucketForeignFutureIsAnError: a bucket's key holding a time far
+// ahead that no bucket wrote (no deadline, or a deadline before the time
+// it holds; every bucket writes its TAT with a deadline a capacity past
+// it) is ErrBadState. Before, it was taken for a full bucket written by a
+// process ahead: refused with a RetryAfter that was never true, for ever,
+// since a refused request writes nothing and the row had no deadline. A
+// row a bucket wrote, from a process ahead or with a larger burst, is
+// still taken as an empty bucket.
+func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
+	ctx := t.Context()
+	far := t0.Add(time.Hour).UnixNano()
+	for name, set := range map[string][]state.WriteOption{
+		"no deadline":            nil,
+		"a deadline before it":   {state.TTL(time.Minute)},
+		"the largest, no expiry": nil,
+	} {
+		db, clock := openDB(t)
+		v := far
+		if name == "the largest, no expiry" {
+			v = math.MaxInt64
+		}
+		require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", v, set...))
+		l := limiters(t, db, 5, time.Minute)["bucket"]
+		for range 2 {
+			d, err := l.Allow(ctx, "k")
+			assert.ErrorIs(t, err, ratelimit.ErrBadState, name)
+			assert.False(t, d.Allowed, name)
+			clock.Advance(12 * time.Second) // a token's time
+		}
+	}
+
+	// Rows a bucket wrote: by a process whose engine time is ahead, and by
+	// a bucket of ten times the capacity (a deploy that lowered it).
+	path := filepath.Join(t.TempDir(), "rl.state")
+	clock := faults.NewClock(t0)
+	behind, err := state.Open(path, state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer behind.Close()
+	clock.StepWall(30 * time.Second)
+	ahead, err := state.Open(path, state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer ahead.Close()
+	a, err := ratelimit.NewTokenBucket(ahead, 5, time.Minute)
+	require.NoError(t, err)
+	check(t, decide(t, a, "k", 5), 5, want{true, 0, 12 * time.Second, time.Minute}, "emptied by the process ahead")
+	b, err := ratelimit.NewTokenBucket(behind, 5, time.Minute)
+	require.NoError(t, err)
+	check(t, decide(t, b, "k", 1), 5, want{false, 0, 12 * time.Second, time.Minute}, "empty for the process behind")
+	big, err := ratelimit.NewTokenBucket(behind, 5, time.Minute, ratelimit.WithBurst(50), ratelimit.WithPrefix("big:"))
+	require.NoError(t, err)
+	decide(t, big, "k", 50)
+	small, err := ratelimit.NewTokenBucket(behind, 5, time.Minute, ratelimit.WithPrefix("big:"))
+	require.NoError(t, err)
+	check(t, decide(t, small, "k", 1), 5, want{false, 0, 12 * time.Second, time.Minute}, "a larger bucket's row is an empty smaller bucket")
+}
