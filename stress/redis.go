@@ -52,6 +52,7 @@ type redisRun struct {
 	password string
 	url      string // for the workers, without client_name
 	prefix   string // every key the run writes starts with it
+	names    string // every client name of the run's workers starts with it
 	outages  []outage
 }
 
@@ -61,8 +62,11 @@ type redisRun struct {
 func (d *driver) setupRedis() error {
 	rc := d.cfg.Redis
 	raw := rc.URL
-	prefix := fmt.Sprintf("stress:%d:%d:", d.cfg.Seed, time.Now().UnixNano())
-	r := &redisRun{}
+	started := time.Now().UnixNano()
+	prefix := fmt.Sprintf("stress:%d:%d:", d.cfg.Seed, started)
+	// Another run may use the same server: its workers' connections must
+	// not pass for this run's (awaitGone).
+	r := &redisRun{names: fmt.Sprintf("stress-%d-%d-", d.cfg.Seed, started)}
 	if raw == "" {
 		dir := filepath.Join(d.cfg.Dir, redisDir)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -77,7 +81,7 @@ func (d *driver) setupRedis() error {
 			return fmt.Errorf("stress: %w", err)
 		}
 		r.server = s
-		raw, prefix = s.URL(""), "stress:"
+		raw, prefix, r.names = s.URL(""), "stress:", "stress-"
 	}
 	if err := checkRedisURL(raw); err != nil {
 		return err
@@ -155,13 +159,13 @@ func probeRedis(raw string) error {
 func (d *driver) workerURL(index int) string {
 	u, _ := url.Parse(d.redis.url) // parsed in setupRedis
 	q := u.Query()
-	q.Set("client_name", clientName(index))
+	q.Set("client_name", d.redis.clientName(index))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
 
 // clientName is the Redis client name of worker index's connections.
-func clientName(index int) string { return fmt.Sprintf("stress-%04d", index+1) }
+func (r *redisRun) clientName(index int) string { return fmt.Sprintf("%s%04d", r.names, index+1) }
 
 // closeRedis kills the run's own server, if it started one.
 func (d *driver) closeRedis() {
@@ -205,7 +209,7 @@ func (d *driver) serverKillAfter() time.Time {
 // notices the connection closed. A server that cannot be asked (it is
 // down: nothing of p's runs any more) ends the wait too.
 func (d *driver) awaitGone(p *proc) {
-	mark := " name=" + clientName(p.index) + " "
+	mark := " name=" + d.redis.clientName(p.index) + " "
 	deadline := time.Now().Add(goneWait)
 	for {
 		list, err := redistest.CommandText(d.redis.addr, d.redis.password, "CLIENT", "LIST")
