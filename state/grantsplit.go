@@ -61,6 +61,6 @@ func (db *DB) runSplit(normal, full []*pending) {
 	} else {
 		runtime.Gosched()
 	}
-	full = append(full, db.q.takeUpTo(maxGroup-len(full), false)...)
+	full = append(full, db.q.takeUpTo(maxGroup-len(full), nil)...)
 	db.runOne(full) // not split again: the grants wait for one group at most
 }

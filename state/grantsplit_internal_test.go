@@ -61,7 +61,7 @@ func TestGroupAnswersItsNormalVerbsBeforeTheGrantsSync(t *testing.T) {
 	assert.True(t, earlyAnswered, "the Set was not answered before the grant's transaction ran")
 	assert.Equal(t, syncs, syncsBeforeLate, "something synced before the grant's transaction: the Set's commit was not NORMAL")
 	assert.Greater(t, m.Stats().Syncs, syncs, "the grant's commit did not sync")
-	assert.Nil(t, db.q.oldest(), "the queued Set was left for a later group")
+	assert.False(t, db.q.waiting(), "the queued Set was left for a later group")
 
 	m.PowerLoss(faults.LossDrop)
 	m.Reboot()

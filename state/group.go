@@ -50,7 +50,9 @@ import (
 // verb, as ErrNotInteger does: the statement changed nothing.
 //
 // Sweep batches queue with these verbs, each run alone, so that a sweep and
-// the verbs called beside it take turns (see doQueued).
+// the verbs called beside it take turns (see doQueued): beside a writer
+// that always has a verb queued, the sweep gets one turn in every
+// sweepPasses+1.
 
 // maxGroup bounds the verbs in one group transaction.
 const maxGroup = 64
@@ -71,6 +73,7 @@ type pending struct {
 	a      access        // grouped, or sweeping: a batch that runs alone
 	full   bool          // a lease grant: its commit is synchronous=FULL (lease.go)
 	fn     func(now int64) error
+	passes int           // a sweep batch: groups of verbs that went before it (queue.takeUpTo)
 	err    error         // the result, written before state becomes opDone
 	state  atomic.Int32  // opWaiting, opDone, opLead or opWithdrawn
 	wake   chan struct{} // buffered: the state changed
@@ -105,33 +108,60 @@ func (q *queue) push(p *pending) bool {
 	return len(q.ops) == 1
 }
 
-// take removes and returns the oldest verbs: up to maxGroup grouped ones,
-// or a sweep batch alone.
-func (q *queue) take() []*pending {
-	return q.takeUpTo(maxGroup, true)
+// sweepPasses is how many groups of verbs queued behind a sweep batch go
+// before it: beside a writer that always has a verb queued, a sweep gets
+// one turn in sweepPasses+1, so that few of the writer's verbs wait for a
+// sweep step (a step costs two or three verbs' time, most of it its
+// COMMIT). A batch alone in the queue runs when its caller finds the lock
+// free (follow's poll), so a sweep beside a writer that pauses between
+// verbs is not held back past the pause.
+const sweepPasses = 16
+
+// take removes and returns the verbs to run next, for the caller of
+// leader, who leads: up to maxGroup grouped ones, or a sweep batch alone.
+func (q *queue) take(leader *pending) []*pending {
+	return q.takeUpTo(maxGroup, leader)
 }
 
-// takeUpTo removes and returns the oldest verbs: up to limit grouped ones,
-// or, if batch allows and one is oldest, a sweep batch alone.
-func (q *queue) takeUpTo(limit int, batch bool) []*pending {
+// takeUpTo removes and returns the oldest verbs for the caller of leader:
+// up to limit grouped ones, or, if leader is not nil and a sweep batch is
+// oldest and its turn has come (passable), that batch alone. A sweep batch
+// whose turn has not come stays first in the queue and the grouped verbs
+// behind it go, which counts as a pass. With a nil leader (more verbs for
+// a group already taken) it takes only grouped verbs, up to the first
+// batch.
+func (q *queue) takeUpTo(limit int, leader *pending) []*pending {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := 0
-	for n < len(q.ops) && n < limit {
+	batch := leader != nil
+	from := 0
+	if batch && q.passable(leader) {
+		q.ops[0].passes++
+		from = 1
+	}
+	n := from
+	for n < len(q.ops) && n-from < limit {
 		if q.ops[n].a != grouped {
-			if batch {
-				n = max(n, 1)
+			if batch && n == from {
+				n++
 			}
 			break
 		}
 		n++
 	}
-	ops := make([]*pending, n)
-	copy(ops, q.ops)
-	rest := copy(q.ops, q.ops[n:])
-	clear(q.ops[rest:])
-	q.ops = q.ops[:rest]
+	ops := slices.Clone(q.ops[from:n])
+	q.ops = slices.Delete(q.ops, from, n)
 	return ops
+}
+
+// passable reports whether the oldest queued op is a sweep batch that
+// grouped verbs queued behind it go before (sweepPasses). The batch of the
+// caller who leads is not passed: that caller holds the lock, and running
+// others' verbs meanwhile would make them wait for its thread. Callers
+// hold q.mu.
+func (q *queue) passable(leader *pending) bool {
+	return len(q.ops) > 1 && q.ops[0].a == sweeping && q.ops[0] != leader &&
+		q.ops[1].a == grouped && q.ops[0].passes < sweepPasses
 }
 
 // waiting reports whether a verb or sweep batch is queued for the lock: a
@@ -155,11 +185,19 @@ func (q *queue) remove(p *pending) bool {
 	return true
 }
 
-// oldest returns the verb that has waited longest, or nil.
-func (q *queue) oldest() *pending {
+// next returns the op whose caller is to lead next: the oldest, or, when
+// grouped verbs go before a sweep batch (passable), the oldest of those;
+// nil when the queue holds nothing, or only a sweep batch whose turn has
+// not come: its caller takes the lock when it finds it free (follow).
+func (q *queue) next() *pending {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.ops) == 0 {
+	switch {
+	case len(q.ops) == 0:
+		return nil
+	case q.passable(nil):
+		return q.ops[1]
+	case len(q.ops) == 1 && q.ops[0].a == sweeping && q.ops[0].passes < sweepPasses:
 		return nil
 	}
 	return q.ops[0]
@@ -169,14 +207,15 @@ func (q *queue) oldest() *pending {
 // other goroutines call at the same moment (a grouped verb), and for a
 // sweep batch, which runs alone but queues with them, so that verbs and
 // batches take turns: a verb waits for at most one batch, and a sweep
-// makes progress however busy the handle is. A grouped verb is one the
+// makes progress however busy the handle is, one batch after at most
+// sweepPasses groups of the verbs queued behind it. A grouped verb is one the
 // package comment above names: its fn has no effect but its statements and
 // the result it stores, so it may run twice (see runGroup).
 //
 // Whoever finds the lock free leads: it runs the queue, its own verb with
 // it. The others wait for their result without touching the lock, so they
 // are free to queue their next verb while a group runs; whoever unlocks
-// appoints the caller of the oldest verb still queued to lead next.
+// appoints the caller of the verb to run next (queue.next) to lead.
 func (db *DB) doQueued(ctx context.Context, a access, fn func(now int64) error) error {
 	return db.enqueue(ctx, &pending{ctx: ctx, a: a, fn: fn})
 }
@@ -301,7 +340,7 @@ func (db *DB) unlock() {
 // look is looked past.
 func (db *DB) appointNext() {
 	for {
-		next := db.q.oldest()
+		next := db.q.next()
 		if next == nil {
 			return
 		}
@@ -335,7 +374,7 @@ func (db *DB) lead(p *pending) {
 				runtime.Gosched()
 			}
 		}
-		ops := db.q.take()
+		ops := db.q.take(p)
 		if len(ops) == 0 {
 			panic("statekit: a queued verb left the queue without running")
 		}
