@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9/logging"
 	_ "github.com/statekit/statekit/redisstate" // redis:// URLs
 )
@@ -112,10 +113,10 @@ func (a *app) redact(msg string) string {
 	return a.hide.Replace(msg)
 }
 
-// isTerminal reports whether f is a terminal (a character device).
+// isTerminal reports whether f is a terminal: one that answers a
+// terminal's ioctl, not any character device (/dev/null is one too).
 func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(f.Fd())
 }
 
 // stickyWriter is stdout: it keeps the first error of a write, for main
