@@ -43,6 +43,10 @@ func (db *DB) splitGrants(ops []*pending) (normal, full []*pending) {
 	return normal, full
 }
 
+// splitYields bounds the times runSplit yields for the callers it answered
+// to queue their next grants.
+const splitYields = 16
+
 // runSplit runs normal as a group of its own and answers it, lets the
 // callers it answered queue their next verbs, and runs full with the
 // grouped verbs queued by then as one FULL group, whatever they are.
@@ -59,7 +63,14 @@ func (db *DB) runSplit(normal, full []*pending) {
 	if s := db.cfg.sched; s != nil {
 		s.Wait(nil)
 	} else {
-		runtime.Gosched()
+		// Yield until as many grants are queued as callers were just
+		// answered (each may grant again: a worker that releases one
+		// lease and claims the next), at most splitYields times. One
+		// yield let about half of them in: the goroutines fell into two
+		// cohorts, each syncing apart.
+		for i := 0; i < splitYields && db.q.grantsQueued() < len(normal); i++ {
+			runtime.Gosched()
+		}
 	}
 	full = append(full, db.q.takeUpTo(maxGroup-len(full), nil)...)
 	db.runOne(full) // not split again: the grants wait for one group at most

@@ -164,6 +164,19 @@ func (q *queue) passable(leader *pending) bool {
 		q.ops[1].a == grouped && q.ops[0].passes < sweepPasses
 }
 
+// grantsQueued returns how many lease grants are queued (runSplit).
+func (q *queue) grantsQueued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, o := range q.ops {
+		if o.full {
+			n++
+		}
+	}
+	return n
+}
+
 // waiting reports whether a verb or sweep batch is queued for the lock: a
 // sweep transaction commits as soon as one is (sweep.go).
 func (q *queue) waiting() bool {
