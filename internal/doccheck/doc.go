@@ -1,6 +1,7 @@
-// Package doccheck holds a test, and nothing else: that every test, fuzz
-// target, example and benchmark README.md, CORRECTNESS.md and the packages'
-// doc.go files name as the proof of a promise exists, and so does every
-// source file they point to. A test renamed or removed without its
-// promise fails it.
+// Package doccheck holds tests, and nothing else, that the documents keep
+// up with the code: every test, fuzz target, example and benchmark that
+// README.md, CORRECTNESS.md and the packages' doc.go files name as the
+// proof of a promise exists, so does every source file they point to, and
+// README's canary table has a line for every planted bug. A test renamed
+// or removed under its promise fails them.
 package doccheck

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/statekit/statekit/internal/bugs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -98,4 +99,19 @@ func TestDocumentsNameWhatExists(t *testing.T) {
 	}
 	// The documents name many tests; none found means the pattern broke.
 	require.Greater(t, named, 50, "the documents name %d tests", named)
+}
+
+// TestEveryPlantedBugIsInTheCanaryTable: README's canary table says which
+// check catches each planted bug, and in how many seeds; a bug planted
+// without its line there fails.
+func TestEveryPlantedBugIsInTheCanaryTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root(t), "README.md"))
+	require.NoError(t, err)
+	names := bugs.Names()
+	require.NotEmpty(t, names)
+	for _, n := range names {
+		if !regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(n) + "` \\|").Match(b) {
+			t.Errorf("README.md's canary table has no line for the planted bug %s", n)
+		}
+	}
 }
