@@ -157,8 +157,8 @@ func (c *checkpointer) checkpoint(db *DB) {
 	c.whole = frames > 0 && copied == frames
 	// When the WAL is all in the file, the backstop counts pages from
 	// here, so it stays idle while this checkpointer keeps up.
-	if db.pages != nil && copied == frames {
-		_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
+	if copied == frames {
+		db.resetPagesWritten()
 	}
 }
 
@@ -263,9 +263,7 @@ func (db *DB) checkpointNow(ctx context.Context) {
 	if db.refuseOutsideDamage() != nil {
 		return // never copy a damaged WAL into the file
 	}
-	if db.pages != nil {
-		_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
-	}
+	db.resetPagesWritten()
 	var busy, frames, copied int64
 	err := db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil && fatal(err) {

@@ -45,6 +45,9 @@ func (db *DB) Close() error {
 		db.closeFailed() // not without locks: others may be writing the file (locklost.go)
 	}
 	foldErr := db.foldHWM(context.Background())
+	if foldErr == nil {
+		foldErr = db.syncCommitted() // a SyncFull handle's fold is synced as any commit
+	}
 	return db.closeError(d, damageErr, lostErr, flushErr, foldErr, db.releaseHandle())
 }
 

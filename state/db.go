@@ -34,32 +34,34 @@ type DB struct {
 
 	// mu serialises every statement on conn. One connection and one lock
 	// means goroutines queue in Go instead of spinning on SQLite's lock.
-	mu           sync.Mutex
-	q            queue // write verbs waiting for mu (group.go)
-	conn         *sql.Conn
-	st           *stmts
-	time         *engineTime           // set at open; Now reads it without mu
-	hwmMillis    int64                 // the value of this handle's mark row in the file
-	hwmKey       string                // this handle's mark row ("hwm:<n>"); "" when read-only
-	pages        pageCounter           // counts the pages conn writes, for checkpointIfDue
-	vfsName      string                // the Go VFS registered for WithFS; "" for the native VFS
-	dead         atomic.Bool           // failed is set: read without mu by IncrBuffered
-	deadErr      atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
-	wait         waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
-	busyID       uintptr               // the busy handler's registration; 0: SQLite's own handler
-	files        fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
-	damage       error                 // what another program did to them: no checkpoint may copy the WAL
-	counted      string                // the real path counted in handlesHere while open (walcheck.go)
-	writeVersion byte                  // the file format write version in the header, as Open found it
-	failed       error                 // the I/O error or corruption that ended this handle
-	lockless     bool                  // the file system stopped granting locks under the handle (locklost.go)
-	file         *dbFile               // the process's descriptor of the file on the native VFS (dbfile.go)
-	wal          fileSyncer            // the WAL, opened at Open to sync it apart from SQLite (walsync.go)
-	walDirSynced bool                  // syncWALDir ran
-	closed       bool
-	writes       int  // writes since the last inline sweep batch
-	sweepRows    int  // rows the next sweep batch may delete (sweep.go)
-	sweepBehind  bool // the last inline sweep deleted all it could: the next comes sooner (afterWrite)
+	mu                  sync.Mutex
+	q                   queue // write verbs waiting for mu (group.go)
+	conn                *sql.Conn
+	st                  *stmts
+	time                *engineTime           // set at open; Now reads it without mu
+	hwmMillis           int64                 // the value of this handle's mark row in the file
+	hwmKey              string                // this handle's mark row ("hwm:<n>"); "" when read-only
+	pages               pageCounter           // counts the pages conn writes, for checkpointIfDue
+	vfsName             string                // the Go VFS registered for WithFS; "" for the native VFS
+	dead                atomic.Bool           // failed is set: read without mu by IncrBuffered
+	deadErr             atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
+	wait                waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
+	busyID              uintptr               // the busy handler's registration; 0: SQLite's own handler
+	files               fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
+	damage              error                 // what another program did to them: no checkpoint may copy the WAL
+	counted             string                // the real path counted in handlesHere while open (walcheck.go)
+	writeVersion        byte                  // the file format write version in the header, as Open found it
+	failed              error                 // the I/O error or corruption that ended this handle
+	lockless            bool                  // the file system stopped granting locks under the handle (locklost.go)
+	file                *dbFile               // the process's descriptor of the file on the native VFS (dbfile.go)
+	wal                 fileSyncer            // the WAL, opened at Open to sync it apart from SQLite (walsync.go)
+	syncedPages         int                   // pagesWritten at the WAL's last sync by syncWAL; -2 before one
+	unsyncedBeforeReset bool                  // pages written before a reset of that count were not synced
+	walDirSynced        bool                  // syncWALDir ran
+	closed              bool
+	writes              int  // writes since the last inline sweep batch
+	sweepRows           int  // rows the next sweep batch may delete (sweep.go)
+	sweepBehind         bool // the last inline sweep deleted all it could: the next comes sooner (afterWrite)
 
 	buf buffer
 	bg  background
@@ -366,11 +368,9 @@ func (db *DB) open(dsn string) error {
 		} else if err := toWAL(ctx, conn, db.cfg); err != nil {
 			return openError(ctx, db.path, err)
 		}
-		sync := "NORMAL"
-		if db.cfg.sync == SyncFull {
-			sync = "FULL"
-		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous="+sync); err != nil {
+		// NORMAL for SyncFull too: its commits are synced after COMMIT,
+		// outside the file's write lock (walsync.go).
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
 			return openError(ctx, db.path, err)
 		}
 		// SQLite's automatic checkpoint ignores its own errors, a failed
@@ -389,6 +389,7 @@ func (db *DB) open(dsn string) error {
 		if err := db.openWALSyncer(); err != nil {
 			return cannotOpen(db.path, err)
 		}
+		db.syncedPages = -2 // the first commit's sync is owed whatever it wrote
 		if err := db.repairWAL(ctx, conn); err != nil {
 			return fmt.Errorf("open %s: %w", db.path, err)
 		}
@@ -605,7 +606,11 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 	if err != nil {
 		return err
 	}
-	if err := db.note(fn(now)); err != nil {
+	err = db.note(fn(now))
+	if serr := db.syncCommitted(); serr != nil {
+		return serr
+	}
+	if err != nil {
 		return err
 	}
 	if a == writing {

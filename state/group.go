@@ -475,7 +475,11 @@ func (db *DB) runAlone(o *pending, now int64) error {
 	if o.full {
 		fn = func(now int64) error { return db.grantAlone(o.ctx, func() error { return o.fn(now) }) }
 	}
-	if err := db.note(fn(now)); err != nil {
+	err := db.note(fn(now))
+	if serr := db.syncCommitted(); serr != nil {
+		return serr
+	}
+	if err != nil {
 		return err
 	}
 	if o.a == sweeping {
@@ -543,6 +547,10 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		return false
 	}
 	committed = true
+	if err := db.syncCommitted(); err != nil {
+		db.failGroup(ops, err)
+		return true
+	}
 	if full && (pages < 0 || db.pagesWritten() == pages) {
 		// The group wrote nothing (a holder asked again for the deadline
 		// it has): its COMMIT synced nothing, and a grant must leave every

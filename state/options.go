@@ -18,9 +18,12 @@ const (
 	// the latest commits (what survives is always a prefix of them). This is
 	// the default for every write except lease grants.
 	SyncNormal SyncMode = iota
-	// SyncFull commits with synchronous=FULL: the WAL is synced before the
-	// commit returns, so it survives a power loss, and so does every commit
-	// before it. Lease grants always commit this way.
+	// SyncFull syncs the WAL after every commit, before the verb returns:
+	// the commit survives a power loss, and so does every commit before it.
+	// The sync runs after COMMIT, outside the file's write lock, so other
+	// processes write the file meanwhile (and may read the commit before it
+	// is durable; a power loss then takes it back before anyone was
+	// answered). Lease grants are always synced before they return.
 	SyncFull
 )
 
@@ -108,7 +111,7 @@ func (cfg *config) check() error {
 }
 
 // WithSync sets the sync mode of ordinary writes (SyncNormal by default).
-// Lease grants commit with SyncFull whatever this says.
+// Lease grants are synced before they return whatever this says.
 func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 
 // WithBusyTimeout sets how long a verb may wait before it fails with

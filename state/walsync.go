@@ -7,6 +7,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/state/vfs"
+	"modernc.org/sqlite"
 )
 
 // The WAL synced apart from SQLite. A lease grant must be durable before
@@ -63,19 +64,70 @@ func (db *DB) grantNeedsSync() bool {
 // the grant committed, what reached the disk is not known, and a token must
 // never be handed out twice. A failed sync is never retried as if nothing
 // happened. Callers hold mu.
-func (db *DB) syncGrant() error {
+func (db *DB) syncGrant() error { return db.syncWAL("lease granted and committed") }
+
+// A SyncFull handle's commits are synchronous=NORMAL, and each is followed,
+// before anything is answered, by a sync of the WAL through the engine's
+// descriptor (syncCommitted). SQLite's synchronous=FULL would sync inside
+// COMMIT, holding the file's write lock for the length of a disk flush, so
+// that other processes could not write while one waited for its disk;
+// after COMMIT the lock is free and they can, and their commits' syncs
+// overlap. What the sync promises is the same: the commit, and every
+// commit before it in the WAL, survives a power loss before the verb
+// returns. What differs: between COMMIT and the sync another connection
+// can already read the commit, as it can a grant inside Update (a power
+// loss there takes it back before anyone was answered). The handle's own
+// lock (mu) is held through the sync, so its other verbs wait for it, and
+// with a deadline give up at it, as behind any verb stuck in the kernel.
+
+// syncCommitted has the WAL synced, for a SyncFull handle, when its
+// connection wrote pages since the last sync: after a commit of its, and
+// before the verb that committed is answered. A read that only moved the
+// time mark forward syncs too, since no verb may use a time a power loss
+// could take back on a SyncFull handle. A failure ends the handle.
+// Callers hold mu.
+func (db *DB) syncCommitted() error {
+	if db.cfg.sync != SyncFull || db.cfg.readOnly || db.failed != nil {
+		return nil
+	}
+	n := db.pagesWritten()
+	if n >= 0 && n == db.syncedPages && !db.unsyncedBeforeReset {
+		return nil
+	}
+	return db.note(db.syncWAL("committed"))
+}
+
+// syncWAL syncs the WAL through the engine's descriptor; what names what
+// committed before it, for the error. Callers hold mu.
+func (db *DB) syncWAL(what string) error {
+	n := db.pagesWritten()
 	err := fmt.Errorf("the WAL is not open to sync")
 	if db.wal != nil {
 		db.syncWALDir()
 		err = db.wal.Sync()
 	}
 	if err == nil {
+		db.syncedPages, db.unsyncedBeforeReset = n, false
 		return nil
 	}
 	return &causeError{
-		msg:  fmt.Sprintf("%v: lease granted and committed, but the sync of %s%s failed (%v); reopen the file", ErrIO, db.path, walSuffix, err),
+		msg:  fmt.Sprintf("%v: %s, but the sync of %s%s failed (%v); reopen the file", ErrIO, what, db.path, walSuffix, err),
 		errs: []error{ErrIO, err},
 	}
+}
+
+// resetPagesWritten starts pagesWritten's count over (a checkpoint does,
+// once the WAL is in the file), keeping syncCommitted's account: pages
+// written since the last sync stay owed one. Callers hold mu.
+func (db *DB) resetPagesWritten() {
+	if db.pages == nil {
+		return
+	}
+	if n := db.pagesWritten(); n < 0 || n != db.syncedPages {
+		db.unsyncedBeforeReset = true
+	}
+	_, _, _ = db.pages.Status(sqlite.DBStatusCacheWrite, true)
+	db.syncedPages = 0
 }
 
 // syncWALDir syncs, once a handle, the directory that holds the WAL on the
