@@ -82,6 +82,10 @@ type Config struct {
 	Goroutines int
 	// Rates are the fault rates.
 	Rates Rates
+	// SyncFull opens every process's handle with state.WithSync(SyncFull):
+	// each write is durable before it is answered, and the history records
+	// it so (FULL), so that a power loss must keep it.
+	SyncFull bool
 	// Bugs are the planted bugs compiled into the engine for this run.
 	Bugs bugs.Set
 	// CheckTimeout bounds the linearizability search per partition; a partition
@@ -146,7 +150,7 @@ func (r *Rates) list() []rate {
 }
 
 // Flags defines c's settings as flags of fs, with c's values as defaults:
-// -seed, -ops, -procs, -goroutines, -keys, -bug, -timeout, -nofaults and one flag per
+// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -bug, -timeout, -nofaults and one flag per
 // fault rate. Call Flags on a Config, parse, then call Finish.
 func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	st := &FlagState{c: c}
@@ -156,6 +160,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.IntVar(&c.Goroutines, "goroutines", c.Goroutines, fmt.Sprintf("most client goroutines per process; each start draws 1..goroutines (1..%d)", MaxGoroutines))
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
 	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "the linearizability search's time limit per partition (0: none)")
+	fs.BoolVar(&c.SyncFull, "syncfull", c.SyncFull, "open every process with state.WithSync(state.SyncFull): every acknowledged write must survive a power loss")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
 	for _, r := range c.Rates.list() {
@@ -233,6 +238,9 @@ func (c Config) Args() []string {
 	}
 	if c.Keys != d.Keys {
 		args = append(args, "-keys", strconv.Itoa(c.Keys))
+	}
+	if c.SyncFull {
+		args = append(args, "-syncfull")
 	}
 	if c.CheckTimeout != d.CheckTimeout {
 		args = append(args, "-timeout", c.CheckTimeout.String())

@@ -133,8 +133,9 @@ func (w *world) start(p *process) bool {
 	return true
 }
 
-// engineOptions returns the options p's engine opens with: the defaults,
-// on the simulated disk and clock, its threads run by the scheduler.
+// engineOptions returns the options p's engine opens with: the defaults
+// (SyncFull with -syncfull), on the simulated disk and clock, its threads
+// run by the scheduler.
 func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock) []state.Option {
 	e := hooks.Engine{
 		Bugs:    w.cfg.Bugs,
@@ -149,8 +150,12 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 		CheckpointEvery:  w.checkpointEvery,
 		InlineSweepEvery: w.inlineSweepEvery,
 	}
-	return []state.Option{state.WithFS(fs), state.WithClock(clock),
+	opts := []state.Option{state.WithFS(fs), state.WithClock(clock),
 		hooks.Option(e).(state.Option)}
+	if w.cfg.SyncFull {
+		opts = append(opts, state.WithSync(state.SyncFull))
+	}
+	return opts
 }
 
 // open is the task that opens p's file, checks it after a recovery, and

@@ -41,7 +41,7 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 	in := *inp
 	if res.Err == nil {
 		w.record(p, linearizability.Op{Client: c, Input: in, Output: res.Out, Call: fl.call, Return: w.tick(),
-			Durability: durability(in, res.Out)})
+			Durability: durability(in, res.Out, w.cfg.SyncFull)})
 		return res.Out, true
 	}
 	f := w.classify(p, in.Kind.String(), res.Err, before)
@@ -110,20 +110,26 @@ func (w *world) noEffect(fl *inflight) {
 
 // durability is how a call that answered out committed: FULL when it
 // granted a lease (a Lease, or an Update that granted one and committed),
+// or, on SyncFull handles (syncFull), when it was a write that succeeded;
 // NORMAL otherwise.
-func durability(in model.Input, out model.Output) linearizability.Durability {
+func durability(in model.Input, out model.Output, syncFull bool) linearizability.Durability {
 	if out.Err != model.ErrNone {
 		return linearizability.Normal
 	}
 	switch in.Kind {
 	case model.Lease:
 		return linearizability.Full
+	case model.Get, model.TTL:
+		return linearizability.Normal
 	case model.Update:
 		for i, sub := range out.Sub {
 			if i < len(in.Ops) && in.Ops[i].Kind == model.Lease && sub.Err == model.ErrNone {
 				return linearizability.Full
 			}
 		}
+	}
+	if syncFull && in.Kind != model.Flush && in.Kind != model.Sweep {
+		return linearizability.Full
 	}
 	return linearizability.Normal
 }

@@ -185,6 +185,14 @@ func TestCleanSeeds(t *testing.T) {
 		r := run(t, cfg)
 		assert.True(t, r.OK(), "%s", failure(r))
 	}
+	// As many again with every process on SyncFull: each acknowledged write
+	// is recorded FULL, so a power loss must keep it.
+	for seed := uint64(cleanFrom + n + n/4); seed < cleanFrom+uint64(n+n/2); seed++ {
+		cfg := sim.DefaultConfig(seed)
+		cfg.SyncFull = true
+		r := run(t, cfg)
+		assert.True(t, r.OK(), "%s", failure(r))
+	}
 	// The default rates must inject every default fault kind somewhere.
 	for _, kind := range []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "diskfull"} {
 		assert.Positive(t, faults[kind], "no %s fault in %d seeds", kind, n)
@@ -242,6 +250,12 @@ var canaries = []struct {
 	// A key a write made live again between the sweep's two turns is
 	// deleted live: a later read or increment finds it gone.
 	{"sweep-stale-delete", []string{sim.CheckLinearizability, sim.CheckCounter}, 0, nil},
+	// SyncFull commits answered before the engine's sync of the WAL: every
+	// write is recorded FULL with -syncfull, so a power loss that takes
+	// one back is a history no model allows; grants, which SyncFull syncs
+	// the same way, lose tokens too.
+	{"sync-full-unsynced", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 0,
+		func(c *sim.Config) { c.SyncFull = true }},
 	// The recipes' planted bugs (package ratelimit, package cache): only
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
@@ -285,6 +299,7 @@ func TestReplayLineRoundTrip(t *testing.T) {
 	cfg.Ops, cfg.Procs, cfg.Keys = 77, 3, 4
 	cfg.Rates.Crash, cfg.Rates.SyncError = 0, 0.25
 	cfg.Bugs = cfg.Bugs.With(bugs.NoHWM).With(bugs.SweepEarly)
+	cfg.SyncFull = true
 	line := cfg.ReplayLine()
 	got, err := sim.ParseReplay(line + " # a comment")
 	require.NoError(t, err)

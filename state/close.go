@@ -46,7 +46,7 @@ func (db *DB) Close() error {
 	}
 	foldErr := db.foldHWM(context.Background())
 	if foldErr == nil {
-		foldErr = db.syncCommitted() // a SyncFull handle's fold is synced as any commit
+		foldErr = db.syncCommitted(false) // a SyncFull handle's fold is synced as any commit
 	}
 	return db.closeError(d, damageErr, lostErr, flushErr, foldErr, db.releaseHandle())
 }

@@ -607,7 +607,7 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 		return err
 	}
 	err = db.note(fn(now))
-	if serr := db.syncCommitted(); serr != nil {
+	if serr := db.syncCommitted(err == nil && a == writing); serr != nil {
 		return serr
 	}
 	if err != nil {

@@ -476,7 +476,7 @@ func (db *DB) runAlone(o *pending, now int64) error {
 		fn = func(now int64) error { return db.grantAlone(o.ctx, func() error { return o.fn(now) }) }
 	}
 	err := db.note(fn(now))
-	if serr := db.syncCommitted(); serr != nil {
+	if serr := db.syncCommitted(err == nil && o.a != sweeping); serr != nil {
 		return serr
 	}
 	if err != nil {
@@ -547,7 +547,7 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		return false
 	}
 	committed = true
-	if err := db.syncCommitted(); err != nil {
+	if err := db.syncCommitted(true); err != nil {
 		db.failGroup(ops, err)
 		return true
 	}

@@ -84,14 +84,18 @@ func (db *DB) syncGrant() error { return db.syncWAL("lease granted and committed
 // connection wrote pages since the last sync: after a commit of its, and
 // before the verb that committed is answered. A read that only moved the
 // time mark forward syncs too, since no verb may use a time a power loss
-// could take back on a SyncFull handle. A failure ends the handle.
+// could take back on a SyncFull handle. write says the verb is a write
+// that succeeded: it syncs even when it wrote nothing (a Set of the bytes
+// a row has, a Del of an absent key), since what it answered may rest on
+// another connection's commit that is not durable yet, and a SyncFull write
+// must leave every commit before it durable. A failure ends the handle.
 // Callers hold mu.
-func (db *DB) syncCommitted() error {
-	if db.cfg.sync != SyncFull || db.cfg.readOnly || db.failed != nil {
+func (db *DB) syncCommitted(write bool) error {
+	if db.cfg.sync != SyncFull || db.cfg.readOnly || db.failed != nil || db.cfg.bugs.Has(bugs.SyncFullUnsynced) {
 		return nil
 	}
 	n := db.pagesWritten()
-	if n >= 0 && n == db.syncedPages && !db.unsyncedBeforeReset {
+	if !write && n >= 0 && n == db.syncedPages && !db.unsyncedBeforeReset {
 		return nil
 	}
 	return db.note(db.syncWAL("committed"))

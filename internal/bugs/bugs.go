@@ -73,6 +73,10 @@ const (
 	// mid-compute overwrites the newer holder's value (a recipe bug, as
 	// LimiterTwoSteps).
 	CacheWritesAfterLost
+	// SyncFullUnsynced answers a SyncFull handle's commits without the
+	// engine's sync of the WAL after them: a power loss then takes back
+	// writes their callers were told are durable.
+	SyncFullUnsynced
 	lastBug
 )
 
@@ -95,6 +99,7 @@ var names = map[Bug]string{
 	SweepStaleDelete:          "sweep-stale-delete",
 	LimiterTwoSteps:           "limiter-two-steps",
 	CacheWritesAfterLost:      "cache-writes-after-lost",
+	SyncFullUnsynced:          "sync-full-unsynced",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
