@@ -16,6 +16,8 @@
 // Writes commit with synchronous=NORMAL (durable across a crash, the latest
 // may roll back on power loss); lease grants are durable before they are
 // answered (synchronous=FULL, or inside Update a sync of the WAL after the
-// commit), so a fencing token is never handed out twice. CORRECTNESS.md lists every
+// commit), so a fencing token is never handed out twice. WithSync(SyncFull)
+// makes every write durable before it returns: the engine syncs the WAL
+// after each commit, outside the file's write lock. CORRECTNESS.md lists every
 // promise and the test that proves it.
 package state

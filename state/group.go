@@ -45,6 +45,8 @@ import (
 // transaction) and back after COMMIT, and no verb of that transaction, a
 // grant least of all, is answered before its COMMIT, and so its sync, is
 // done. A grant alone in the queue commits FULL in autocommit, as before.
+// On a SyncFull handle none of this applies: every commit is NORMAL and
+// synced after COMMIT, before any verb of it is answered (walsync.go).
 // Renew and Release group as the simple writes do (NORMAL). A grant's
 // ErrLeaseHeld, and Renew's and Release's ErrLeaseLost, stay with their
 // verb, as ErrNotInteger does: the statement changed nothing.

@@ -51,7 +51,9 @@ type Lease struct {
 // last token + 1, starting at 1. The same owner asking again while its lease
 // is live gets the same lease and token with the deadline moved to now+ttl,
 // so a retry after a lost reply is safe. A grant is durable before Lease
-// returns (synchronous=FULL), so a power loss never hands a token out twice.
+// returns (synchronous=FULL; on a SyncFull handle the engine's sync of the
+// WAL after COMMIT, as for its every write), so a power loss never hands a
+// token out twice.
 //
 // Lease returns a *LeaseHeldError wrapping ErrLeaseHeld when another owner
 // holds it, ErrInvalidKey for a bad name, ErrInvalidArgument for a bad owner
@@ -85,7 +87,8 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 
 // grantAlone runs grant, a lease grant in autocommit, so that its commit
 // is synced (synchronous=FULL) before it returns, and with it every commit
-// before it. Callers hold mu.
+// before it; on a SyncFull handle, whose every commit the caller syncs
+// (syncCommitted), it runs grant as it is. Callers hold mu.
 func (db *DB) grantAlone(ctx context.Context, grant func() error) error {
 	before := db.pagesWritten()
 	if err := db.durably(ctx, grant); err != nil {
