@@ -35,18 +35,18 @@ import (
 // did not commit. A verb alone in the queue runs alone, in autocommit,
 // exactly as do runs it.
 //
-// Lease grants group too: a grant must commit with synchronous=FULL, which
-// syncs the WAL and with it every commit before it, so grants called at the
-// same moment share one FULL commit (one sync) instead of each waiting for
-// its own. The other verbs of such a group commit first, NORMAL, in a
-// transaction of their own, and are answered; then the grants, with the
-// verbs queued meanwhile, commit FULL (grantsplit.go): the connection is
-// switched to synchronous=FULL before BEGIN (it cannot change inside a
-// transaction) and back after COMMIT, and no verb of that transaction, a
-// grant least of all, is answered before its COMMIT, and so its sync, is
-// done. A grant alone in the queue commits FULL in autocommit, as before.
-// On a SyncFull handle none of this applies: every commit is NORMAL and
-// synced after COMMIT, before any verb of it is answered (walsync.go).
+// Lease grants group too: a grant must be synced before it is answered,
+// and the sync of the WAL makes every commit before it durable, so grants
+// called at the same moment share one FULL commit (one sync) instead of
+// each waiting for its own. The other verbs of such a group commit first,
+// NORMAL, in a transaction of their own, and are answered; then the grants,
+// with the verbs queued meanwhile, commit FULL (grantsplit.go): a FULL
+// commit is a NORMAL COMMIT followed by the engine's sync of the WAL
+// (walsync.go), outside the file's write lock, and no verb of that
+// transaction, a grant least of all, is answered before that sync is done.
+// A grant alone in the queue commits FULL in autocommit, as before. On a
+// SyncFull handle none of this applies: every commit is synced after
+// COMMIT, before any verb of it is answered.
 // Renew and Release group as the simple writes do (NORMAL). A grant's
 // ErrLeaseHeld, and Renew's and Release's ErrLeaseLost, stay with their
 // verb, as ErrNotInteger does: the statement changed nothing.
@@ -73,7 +73,7 @@ type pending struct {
 	start  time.Duration // Clock.Monotonic() when the verb joined the queue
 	waited time.Duration // how long it waited in the queue, set when it is taken (busy.go)
 	a      access        // grouped, or sweeping: a batch that runs alone
-	full   bool          // a lease grant: its commit is synchronous=FULL (lease.go)
+	full   bool          // a lease grant: its commit is synced before it is answered (lease.go)
 	fn     func(now int64) error
 	passes int           // a sweep batch: groups of verbs that went before it (queue.takeUpTo)
 	err    error         // the result, written before state becomes opDone
@@ -499,14 +499,6 @@ func (db *DB) runAlone(o *pending, now int64) error {
 // mu.
 func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	full := db.fullGroup(ops)
-	if full {
-		// A grant is in the group: the commit syncs (lease.go).
-		if _, err := db.conn.ExecContext(ctx, syncFullSQL); err != nil {
-			return false
-		}
-		defer func() { _, _ = db.conn.ExecContext(context.WithoutCancel(ctx), syncNormalSQL) }()
-	}
-	pages := db.pagesWritten()
 	if err := db.begin(ctx); err != nil {
 		return false
 	}
@@ -553,10 +545,12 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		db.failGroup(ops, err)
 		return true
 	}
-	if full && (pages < 0 || db.pagesWritten() == pages) {
-		// The group wrote nothing (a holder asked again for the deadline
-		// it has): its COMMIT synced nothing, and a grant must leave every
-		// commit before it durable (walsync.go).
+	if full {
+		// A grant is in the group: the WAL is synced after COMMIT, outside
+		// the file's write lock, before any verb of the group is answered
+		// (walsync.go); even when the group wrote nothing (a holder asked
+		// again for the deadline it has), since a grant must leave every
+		// commit before it durable.
 		if err := db.syncGrant(); err != nil {
 			db.failGroup(ops, err)
 			return true
@@ -572,8 +566,8 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	return true
 }
 
-// fullGroup reports whether ops must commit with synchronous=FULL: one of
-// them is a grant, and the handle's commits are not FULL already.
+// fullGroup reports whether ops must commit FULL (synced after COMMIT): one
+// of them is a grant, and the handle's commits are not synced already.
 func (db *DB) fullGroup(ops []*pending) bool {
 	if db.cfg.sync == SyncFull || db.cfg.bugs.Has(bugs.LeaseNormalSync) {
 		return false

@@ -51,9 +51,8 @@ type Lease struct {
 // last token + 1, starting at 1. The same owner asking again while its lease
 // is live gets the same lease and token with the deadline moved to now+ttl,
 // so a retry after a lost reply is safe. A grant is durable before Lease
-// returns (synchronous=FULL; on a SyncFull handle the engine's sync of the
-// WAL after COMMIT, as for its every write), so a power loss never hands a
-// token out twice.
+// returns (the engine syncs the WAL after its COMMIT), so a power loss never
+// hands a token out twice.
 //
 // Lease returns a *LeaseHeldError wrapping ErrLeaseHeld when another owner
 // holds it, ErrInvalidKey for a bad name, ErrInvalidArgument for a bad owner
@@ -85,23 +84,12 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 	return l, db.named("lease", keyName(name), err)
 }
 
-// grantAlone runs grant, a lease grant in autocommit, so that its commit
-// is synced (synchronous=FULL) before it returns, and with it every commit
-// before it; on a SyncFull handle, whose every commit the caller syncs
-// (syncCommitted), it runs grant as it is. Callers hold mu.
+// grantAlone runs grant, a lease grant in autocommit, and has the WAL
+// synced after its COMMIT, before it returns, making it and every commit
+// before it durable (walsync.go); on a SyncFull handle, whose every commit
+// the caller syncs (syncCommitted), it runs grant as it is. Callers hold mu.
 func (db *DB) grantAlone(ctx context.Context, grant func() error) error {
-	before := db.pagesWritten()
-	if err := db.durably(ctx, grant); err != nil {
-		return err
-	}
-	if db.grantNeedsSync() && (before < 0 || db.pagesWritten() == before) {
-		// The holder asked again for the deadline it has: SQLite writes
-		// nothing for a row overwritten with the same bytes, so nothing
-		// was synced, and the grant must leave every commit before it
-		// durable, like any other.
-		return db.syncGrant()
-	}
-	return nil
+	return db.durably(ctx, grant)
 }
 
 // Renew moves the deadline of l to ttl from now and updates l.Expires. It
@@ -164,30 +152,21 @@ func checkHeld(l *Lease, ttl time.Duration) (int64, error) {
 	return checkLease(l.Name, l.Owner, ttl)
 }
 
-// durably runs fn so that its commit is synced (synchronous=FULL) before it
-// returns. synchronous cannot change inside a transaction, so this wraps
-// autocommit statements only.
+// durably runs fn, autocommit statements, and then syncs the WAL, so that
+// their commit is durable before it returns, and every commit before it
+// (walsync.go). The sync runs after COMMIT, outside the file's write lock.
+// Even a grant that wrote nothing (the holder asked again for the deadline
+// it has: SQLite writes nothing for a row overwritten with the same bytes)
+// syncs: it must leave every commit before it durable, like any other.
 func (db *DB) durably(ctx context.Context, fn func() error) error {
 	if db.cfg.sync == SyncFull || db.cfg.bugs.Has(bugs.LeaseNormalSync) {
 		return fn()
 	}
-	// PRAGMA synchronous takes effect when it is compiled, not when it
-	// runs: a prepared copy re-run later changes nothing. So it is
-	// compiled afresh each time.
-	if _, err := db.conn.ExecContext(ctx, syncFullSQL); err != nil {
-		return classify(ctx, err)
+	if err := fn(); err != nil {
+		return err
 	}
-	err := fn()
-	if _, rerr := db.conn.ExecContext(context.WithoutCancel(ctx), syncNormalSQL); rerr != nil && err == nil {
-		err = classify(ctx, rerr)
-	}
-	return err
+	return db.syncGrant()
 }
-
-const (
-	syncFullSQL   = `PRAGMA synchronous=FULL`
-	syncNormalSQL = `PRAGMA synchronous=NORMAL`
-)
 
 func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int64) (*Lease, error) {
 	if db.cfg.bugs.Has(bugs.LeaseTwoStatements) {

@@ -11,18 +11,22 @@ import (
 )
 
 // The WAL synced apart from SQLite. A lease grant must be durable before
-// it is answered, and must leave every commit before it durable too. A
-// grant that commits with synchronous=FULL has SQLite sync the WAL; two
-// cannot: a grant inside Update, whose transaction began before anyone
-// knew it would grant (synchronous cannot change inside a transaction),
-// and a grant that wrote nothing (the holder asked again for the deadline
-// it has: SQLite writes nothing for a row overwritten with the same bytes,
-// so its commit syncs nothing). Both have the WAL synced through a
-// descriptor of the engine's own, after COMMIT. That needs none of
-// SQLite's locks: a write that syncs instead (as the engine once ran) needs
-// the file's write lock, which another process may hold past the verb's
-// budget, and the grant, committed already, is then neither durable nor
-// undone.
+// it is answered, and must leave every commit before it durable too. The
+// engine syncs the WAL for it through a descriptor of its own, after
+// COMMIT, rather than have SQLite sync inside COMMIT (synchronous=FULL):
+// SQLite would hold the file's write lock through the disk's flush, and
+// every other process that writes the file would wait it out, while after
+// COMMIT they write meanwhile (README, Performance). It also serves the grants SQLite could not sync: one
+// inside Update, whose transaction began before anyone knew it would grant
+// (synchronous cannot change inside a transaction), and one that wrote
+// nothing (the holder asked again for the deadline it has: SQLite writes
+// nothing for a row overwritten with the same bytes, so its commit syncs
+// nothing). The sync needs none of SQLite's locks: a write that syncs
+// instead (as the engine once ran) needs the file's write lock, which
+// another process may hold past the verb's budget, and the grant,
+// committed already, is then neither durable nor undone. Between COMMIT
+// and the sync another connection can read the grant; a power loss there
+// takes it back before its caller was answered.
 //
 // The descriptor is opened at Open, before repairWAL, as the checkpoint
 // connection's is (walrepair.go): a sync of the WAL that fails after it is

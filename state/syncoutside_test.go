@@ -22,59 +22,106 @@ import (
 // committed but not yet durable. The Incr is answered only once its sync
 // returns. Then a power loss keeps it.
 func TestSyncFullSyncsOutsideTheWriteLock(t *testing.T) {
+	syncsOutsideTheWriteLock(t, []state.Option{state.WithSync(state.SyncFull)},
+		func(ctx context.Context, db *state.DB) (int64, error) { return db.Incr(ctx, "k") },
+		func(ctx context.Context, db *state.DB) (int64, error) {
+			v, err := db.Get(ctx, "k")
+			if err != nil {
+				return 0, err
+			}
+			n, _ := v.Int()
+			return n, nil
+		})
+}
+
+// TestGrantSyncsOutsideTheWriteLock: so is a lease grant on a handle with
+// the default options: while process 1's grant (the holder asking again, a
+// second later: a new deadline) waits in its sync of the WAL, process 2
+// writes the file and sees the new deadline; the grant is answered once the
+// sync returns, and a power loss keeps it.
+func TestGrantSyncsOutsideTheWriteLock(t *testing.T) {
+	syncsOutsideTheWriteLock(t, nil,
+		func(ctx context.Context, db *state.DB) (int64, error) {
+			l, err := db.Lease(ctx, "job", "p1", time.Hour)
+			if err != nil {
+				return 0, err
+			}
+			return l.Expires.UnixMilli(), nil
+		},
+		func(ctx context.Context, db *state.DB) (int64, error) {
+			var expires int64
+			err := db.Leases(ctx, false, func(l state.LeaseInfo) error {
+				if l.Name == "job" && l.Owner == "p1" {
+					expires = l.Expires.UnixMilli()
+				}
+				return nil
+			})
+			return expires, err
+		})
+}
+
+// syncsOutsideTheWriteLock runs write on process 1 (opened with opts) twice,
+// a second apart, the second time held inside its sync of the WAL, and checks that process 2
+// writes meanwhile and reads what the second write committed (read), that
+// the write is answered only after its sync, and that a power loss after
+// it keeps it.
+func syncsOutsideTheWriteLock(t *testing.T, opts []state.Option, write, read func(context.Context, *state.DB) (int64, error)) {
 	ctx := context.Background()
 	m := faults.NewMemFS(3)
 	clock := newClock()
-	const path = "/sim/full.state"
+	const path = "/sim/outside.state"
 	gate := &walSyncGate{ProcessFS: m.Process(1)}
-	full, err := state.Open(path, state.WithFS(gate), state.WithClock(clock), state.WithoutBackground(), state.WithSync(state.SyncFull))
+	all := append([]state.Option{state.WithFS(gate), state.WithClock(clock), state.WithoutBackground()}, opts...)
+	db1, err := state.Open(path, all...)
 	require.NoError(t, err)
-	defer full.Close()
+	defer db1.Close()
 	other, err := state.Open(path, state.WithFS(m.Process(2)), state.WithClock(clock), state.WithoutBackground(), state.WithBusyTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	defer other.Close()
-	_, err = full.Incr(ctx, "k") // the first sync, and the time mark's, out of the way
+	first, err := write(ctx, db1) // the first sync, and the time mark's, out of the way
 	require.NoError(t, err)
+	clock.Advance(time.Second)
 
 	syncing, release := gate.hold()
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	defer open() // before the handles close, should the test stop early
-	answered := make(chan error, 1)
+	type answer struct {
+		v   int64
+		err error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		n, err := full.Incr(ctx, "k")
-		if err == nil && n != 2 {
-			err = assert.AnError
-		}
-		answered <- err
+		v, err := write(ctx, db1)
+		answered <- answer{v, err}
 	}()
 	select {
 	case <-syncing:
 	case <-time.After(time.Minute):
-		t.Fatal("the SyncFull Incr never synced the WAL")
+		t.Fatal("the write never synced the WAL")
 	}
-	require.NoError(t, other.Set(ctx, "b", "x"), "another process writes while the SyncFull commit syncs")
-	v, err := other.Get(ctx, "k")
+	require.NoError(t, other.Set(ctx, "b", "x"), "another process writes while the commit syncs")
+	seen, err := read(ctx, other)
 	require.NoError(t, err)
-	n, _ := v.Int()
-	assert.Equal(t, int64(2), n, "the commit is visible before its sync returns")
 	select {
-	case err := <-answered:
-		t.Fatalf("the SyncFull Incr was answered (%v) before its sync returned", err)
+	case a := <-answered:
+		t.Fatalf("the write was answered (%v, %v) before its sync returned", a.v, a.err)
 	default:
 	}
 	open()
-	require.NoError(t, <-answered)
+	a := <-answered
+	require.NoError(t, a.err)
+	assert.NotEqual(t, first, a.v, "the second write changed what it wrote")
+	assert.Equal(t, a.v, seen, "the commit is visible to another process before its sync returns")
 
 	m.PowerLoss(faults.LossDrop)
 	m.Reboot()
 	after, err := state.Open(path, state.WithFS(m.Process(3)), state.WithClock(clock), state.WithoutBackground())
 	require.NoError(t, err)
 	defer after.Close()
-	v, err = after.Get(ctx, "k")
+	got, err := read(ctx, after)
 	require.NoError(t, err)
-	n, _ = v.Int()
-	assert.Equal(t, int64(2), n, "the acknowledged SyncFull Incr survives the power loss")
+	assert.Equal(t, a.v, got, "the acknowledged write survives the power loss")
 }
 
 // walSyncGate is one process's view of a MemFS whose syncs of the WAL, by
