@@ -477,7 +477,7 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 	}
 	op := linearizability.Op{Client: c.client, Seq: c.seq, Input: in, Unknown: true, Call: monotonicNanos()}
 	if grants(in) {
-		op.Durability = linearizability.Full // a grant commits with synchronous=FULL
+		op.Durability = linearizability.Full // a grant is synced before it is answered
 	}
 	var cl claim
 	ctx := hooks.WithNow(c.w.ctx, func(now int64) {

@@ -13,7 +13,7 @@ import (
 // leaseWarmOps is how many untimed operations each lease side runs first.
 const leaseWarmOps = 5000
 
-// runLease measures lease grants, each committed with synchronous=FULL,
+// runLease measures lease grants, each synced before it is answered,
 // against the floor of any durable commit on this disk: appending a small
 // record to a file and syncing it. The first line grants a new lease name
 // each time; the second grants and releases one name, a second (NORMAL)
@@ -91,7 +91,7 @@ func runLease(e *env) ([]Result, error) {
 	}
 	baseline := "append+" + datasyncName
 	gr := ratioResult("lease", gs.measure("Lease grant"), fs.measure(baseline), 0.8)
-	gr.Notes = append(gr.Notes, fmt.Sprintf("Lease grant: a new lease name each time, each grant a synchronous=FULL commit, after %d untimed grants so the WAL has wrapped once (until it has, commits append to the WAL and cost about twice as much); the baseline appends 64 bytes and calls %s", leaseWarmOps, datasyncName))
+	gr.Notes = append(gr.Notes, fmt.Sprintf("Lease grant: a new lease name each time, each grant a commit synced before its answer, after %d untimed grants so the WAL has wrapped once (until it has, commits append to the WAL and cost about twice as much); the baseline appends 64 bytes and calls %s", leaseWarmOps, datasyncName))
 	r := ratioResult("lease", rs.measure("Lease+Release"), fs2.measure(baseline), 0)
 	r.Target = ""
 	r.Notes = append(r.Notes, "Lease+Release: one name granted and released, a FULL and a NORMAL commit per operation; for comparison")

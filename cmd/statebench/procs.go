@@ -45,7 +45,7 @@ const (
 // child is the worker process's main.
 func child(args []string) error {
 	fs := flag.NewFlagSet("child", flag.ContinueOnError)
-	mode := fs.String("mode", "incr", "incr, memory or app")
+	mode := fs.String("mode", "incr", "incr, lease (Lease+Release pairs), memory or app")
 	path := fs.String("path", "", "database file; for memory, a directory; for app with -limiter lua, a redis-server's address")
 	key := fs.String("key", "hot", "key to increment")
 	benchtime := fs.String("benchtime", "1s", "budget")
@@ -78,6 +78,9 @@ func child(args []string) error {
 	defer db.Close()
 	ctx := context.Background()
 	op := func() error { _, err := db.Incr(ctx, *key); return err }
+	if *mode == modeLease {
+		op = leasePair(ctx, db, *key)
+	}
 	if *wait == waitFlock {
 		lk, err := openFlock(*path + "-benchlock")
 		if err != nil {
@@ -158,6 +161,7 @@ type procRun struct {
 	wait     string
 	ownFile  bool    // each process on a file of its own (path.i): no lock shared
 	rate     float64 // calls a second per process; 0: back to back
+	lease    bool    // each call a Lease and a Release of the key, not an Incr (procslease.go)
 }
 
 // file returns the file process i works on.
@@ -178,7 +182,7 @@ func startWorkers(e *env, r procRun, path string, b budget) ([]*worker, error) {
 			key += ":" + strconv.Itoa(i)
 		}
 		cmd := exec.Command(e.exe, childArg, "-path", r.file(path, i), "-key", key, "-benchtime", b.String(), "-wait", r.wait,
-			"-rate", strconv.FormatFloat(r.rate, 'f', -1, 64))
+			"-rate", strconv.FormatFloat(r.rate, 'f', -1, 64), "-mode", r.mode())
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -272,7 +276,7 @@ func (p *procSide) run(e *env, path string) func(budget) (sample, error) {
 		}
 		p.want += s.ops
 		if !r.distinct && !r.ownFile {
-			v, err := readInt(e, path, r.key)
+			v, err := r.count(e, path, r.key)
 			p.got += v
 			return s, err
 		}
@@ -281,7 +285,7 @@ func (p *procSide) run(e *env, path string) func(budget) (sample, error) {
 			if r.distinct {
 				k += ":" + strconv.Itoa(i)
 			}
-			v, err := readInt(e, r.file(path, i), k)
+			v, err := r.count(e, r.file(path, i), k)
 			if err != nil {
 				return s, err
 			}
@@ -328,7 +332,8 @@ const (
 // schedule (the engine's before the short one), a kernel-queued lock (a
 // blocking flock(2) on a file beside the state file, around each verb),
 // and, for the floor the machine sets, each process on a file of its own.
-// Every count is checked exact.
+// Then Lease+Release pairs from 4 processes, a lease name each, beside one
+// process. Every count is checked exact.
 func runProcesses(e *env) ([]Result, error) {
 	path := e.path("procs.state")
 	db, err := state.Open(path) // create the file before the race to open it
@@ -387,6 +392,14 @@ func runProcesses(e *env) ([]Result, error) {
 			out = append(out, r)
 		}
 	}
+	if slices.Contains(e.procs, targetProcs) {
+		r, err := versus(fmt.Sprintf("Lease+Release x%d processes, a name each", targetProcs), "Lease+Release x1 process",
+			procRun{n: targetProcs, key: "l", distinct: true, wait: w, lease: true}, procRun{n: 1, key: "l", distinct: true, wait: w, lease: true})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
 	for _, n := range e.procs {
 		r, err := versus(fmt.Sprintf("Incr x%d processes at %d/s in all, hot key", n, pacedTotal), fmt.Sprintf("Incr x1 at %d/s", pacedTotal),
 			procRun{n: n, key: "p", wait: w, rate: pacedTotal / float64(n)}, procRun{n: 1, key: "p", wait: w, rate: pacedTotal})
@@ -434,12 +447,12 @@ func finishProcesses(out []Result, sides []*procSide) ([]Result, error) {
 	var want int64
 	for _, s := range sides {
 		if s.want != s.got {
-			return nil, fmt.Errorf("not exact: %d increments acknowledged, %d in the file (%d processes, %s)", s.want, s.got, s.r.n, s.r.wait)
+			return nil, fmt.Errorf("not exact: %d calls acknowledged, %d counted in the file (%d processes, %s, %s)", s.want, s.got, s.r.n, s.r.wait, s.r.mode())
 		}
 		want += s.want
 	}
 	if len(out) > 0 {
-		out[0].Notes = append(out[0].Notes, fmt.Sprintf("exact: all %d increments acknowledged in the processes scenario are in the files", want))
+		out[0].Notes = append(out[0].Notes, fmt.Sprintf("exact: all %d calls acknowledged in the processes scenario are in the files (increments by their sums, Lease+Release pairs by their leases' tokens)", want))
 	}
 	return out, nil
 }
