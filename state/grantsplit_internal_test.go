@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -73,4 +74,49 @@ func TestGroupAnswersItsNormalVerbsBeforeTheGrantsSync(t *testing.T) {
 	}
 	_, err := db2.Lease(ctx, "job", "b", time.Second)
 	assert.True(t, errors.Is(err, ErrLeaseHeld), "the grant (token %d) was lost to the power loss: %v", granted.Token, err)
+}
+
+// TestGrantsGatherTheGrantsCalledBesideThem runs a grant alone while a
+// second caller, runnable but not yet running, is about to queue a grant of
+// its own (with one processor, as a caller just answered is on a busy
+// machine). The first grant yields before its transaction: the second
+// joins its group, and the two share one sync.
+func TestGrantsGatherTheGrantsCalledBesideThem(t *testing.T) {
+	ctx := context.Background()
+	m := faults.NewMemFS(5)
+	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := Open("/sim/gather.state", WithFS(m.Process(1)), WithClock(clock), WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set(ctx, "warmup", 1))
+
+	grant := func(name string) *pending {
+		return &pending{ctx: ctx, a: grouped, full: true, wake: make(chan struct{}, 1), fn: func(now int64) error {
+			_, err := db.lease(ctx, now, name, "o", time.Minute.Milliseconds())
+			return err
+		}}
+	}
+	first, second := grant("a"), grant("b")
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	called, queued := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-called
+		db.q.push(second)
+		close(queued)
+	}()
+
+	db.mu.Lock()
+	syncs := m.Stats().Syncs
+	close(called) // the second caller is runnable; this one still runs
+	db.runGroup([]*pending{first})
+	after := m.Stats().Syncs
+	db.mu.Unlock()
+	<-queued
+
+	require.Equal(t, opDone, first.state.Load())
+	require.NoError(t, first.err)
+	assert.Equal(t, opDone, second.state.Load(), "the grant queued beside the first was left for a sync of its own")
+	assert.NoError(t, second.err)
+	assert.Equal(t, syncs+1, after, "two grants in one group did not share one sync")
 }

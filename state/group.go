@@ -44,7 +44,10 @@ import (
 // commit is a NORMAL COMMIT followed by the engine's sync of the WAL
 // (walsync.go), outside the file's write lock, and no verb of that
 // transaction, a grant least of all, is answered before that sync is done.
-// A grant alone in the queue commits FULL in autocommit, as before. On a
+// Before a group that must commit FULL runs, its leader yields for the
+// grants its neighbours are about to call, so that they share its sync
+// (gatherGrants); a grant that finds no other coming commits FULL in
+// autocommit, as before. On a
 // SyncFull handle none of this applies: every commit is synced after
 // COMMIT, before any verb of it is answered.
 // Renew and Release group as the simple writes do (NORMAL). A grant's
@@ -398,11 +401,15 @@ func (db *DB) lead(p *pending) {
 }
 
 // runGroup runs ops, together if there are several, the grants apart
-// from the rest if both are there (runSplit). Callers hold mu.
+// from the rest if both are there (runSplit), and grants with those their
+// neighbours are about to call (gatherGrants). Callers hold mu.
 func (db *DB) runGroup(ops []*pending) {
 	if normal, full := db.splitGrants(ops); len(normal) > 0 {
 		db.runSplit(normal, full)
 		return
+	}
+	if db.fullGroup(ops) {
+		ops = db.gatherGrants(ops, 0)
 	}
 	db.runOne(ops)
 }
