@@ -46,6 +46,11 @@ func (db *DB) splitGrants(ops []*pending) (normal, full []*pending) {
 // gatherYields bounds the times gatherGrants yields.
 const gatherYields = 16
 
+// gatherYield lets other goroutines run, for gatherGrants. Which goroutine
+// runs in a yield is the Go scheduler's choice, so a test replaces it with
+// one that queues a grant, as a caller that runs then would.
+var gatherYield = runtime.Gosched
+
 // runSplit runs normal as a group of its own and answers it, lets the
 // callers it answered queue their next verbs, and runs full with the
 // grouped verbs queued by then as one FULL group, whatever they are.
@@ -86,7 +91,7 @@ func (db *DB) gatherGrants(ops []*pending, want int) []*pending {
 	} else {
 		seen := db.q.grantsQueued()
 		for i := 0; i < gatherYields && (want == 0 || seen < want); i++ {
-			runtime.Gosched()
+			gatherYield()
 			n := db.q.grantsQueued()
 			if want == 0 && n == seen {
 				break

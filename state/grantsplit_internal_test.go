@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -77,10 +76,12 @@ func TestGroupAnswersItsNormalVerbsBeforeTheGrantsSync(t *testing.T) {
 }
 
 // TestGrantsGatherTheGrantsCalledBesideThem runs a grant alone while a
-// second caller, runnable but not yet running, is about to queue a grant of
-// its own (with one processor, as a caller just answered is on a busy
-// machine). The first grant yields before its transaction: the second
-// joins its group, and the two share one sync.
+// second caller is about to queue a grant of its own: it does so in the
+// first yield, as a caller just answered and waking would. The first grant
+// yields before its transaction, sees the queue grow, yields again, sees
+// nothing new, and takes the second into its group: the two share one
+// sync. Without the yields it fails; the yield itself is replaced, since
+// which goroutine runs in a real one is the Go scheduler's choice.
 func TestGrantsGatherTheGrantsCalledBesideThem(t *testing.T) {
 	ctx := context.Background()
 	m := faults.NewMemFS(5)
@@ -98,25 +99,26 @@ func TestGrantsGatherTheGrantsCalledBesideThem(t *testing.T) {
 	}
 	first, second := grant("a"), grant("b")
 
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	called, queued := make(chan struct{}), make(chan struct{})
-	go func() {
-		<-called
-		db.q.push(second)
-		close(queued)
-	}()
+	yields := 0
+	defer func(y func()) { gatherYield = y }(gatherYield)
+	gatherYield = func() {
+		yields++
+		if yields == 1 {
+			db.q.push(second)
+		}
+	}
 
 	db.mu.Lock()
 	syncs := m.Stats().Syncs
-	close(called) // the second caller is runnable; this one still runs
 	db.runGroup([]*pending{first})
 	after := m.Stats().Syncs
 	db.mu.Unlock()
-	<-queued
 
 	require.Equal(t, opDone, first.state.Load())
 	require.NoError(t, first.err)
 	assert.Equal(t, opDone, second.state.Load(), "the grant queued beside the first was left for a sync of its own")
 	assert.NoError(t, second.err)
 	assert.Equal(t, syncs+1, after, "two grants in one group did not share one sync")
+	assert.Equal(t, 2, yields, "the group did not stop yielding once a yield brought no new grant")
+	assert.False(t, db.q.waiting())
 }
