@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/backend"
 	"github.com/statekit/statekit/state"
 )
 
@@ -283,52 +284,13 @@ func (c *config) clusterOptions(u *url.URL, user *url.Userinfo, q url.Values) er
 // unescapedUserInfo reports whether raw's user name or password holds a
 // '/', '?' or '#' a URL must percent-encode: url.Parse would end the
 // authority inside the password and put the rest of it in the path, the
-// query or the fragment, and so in error messages. state's redactURL
-// finds the user info the same way (userInfoAt there).
+// query or the fragment, and so in error messages. state redacts URLs
+// with the same backend.UserInfoAt.
 func unescapedUserInfo(raw string) bool {
 	_, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return false
 	}
 	end := strings.IndexAny(rest, "/?#")
-	return end >= 0 && userInfoAt(rest) > end
-}
-
-// userInfoAt returns the index in rest, a URL after its "://", of the '@'
-// that ends its user info, or -1 for none: url.Parse's (the last '@'
-// before the first '/', '?' or '#'), or else the last '@' after them that
-// is not in a query parameter's value (client_name=a@b).
-func userInfoAt(rest string) int {
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		return strings.LastIndex(rest, "@")
-	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
-		return at
-	}
-	at := -1
-	for i := end; i < len(rest); i++ {
-		if rest[i] == '@' && !inQueryValue(rest[end:i]) {
-			at = i
-		}
-	}
-	return at
-}
-
-// inQueryValue reports whether the text before an '@' (from the end of
-// the authority) ends inside a query parameter's value: after a '?', in
-// a name=value pair, with no '/' or '#' since the '?'.
-func inQueryValue(before string) bool {
-	q := strings.LastIndex(before, "?")
-	if q < 0 {
-		return false
-	}
-	seg := before[q+1:]
-	if strings.ContainsAny(seg, "/#") {
-		return false
-	}
-	if amp := strings.LastIndex(seg, "&"); amp >= 0 {
-		seg = seg[amp+1:]
-	}
-	return strings.Contains(seg, "=")
+	return end >= 0 && backend.UserInfoAt(rest) > end
 }

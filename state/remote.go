@@ -104,14 +104,14 @@ func urlScheme(path string) string {
 // Path. It works on the text, so a URL that does not parse is redacted
 // too, and so is a lone user name, which redis-cli reads as the password
 // (redis://secret@host), a password holding a '/', '?' or '#' a URL must
-// escape (userInfoAt), and a password= query parameter's value.
+// escape (backend.UserInfoAt), and a password= query parameter's value.
 func redactURL(raw string) string {
 	i := strings.Index(raw, "://")
 	if i < 0 {
 		return raw
 	}
 	rest := raw[i+3:]
-	if at := userInfoAt(rest); at >= 0 {
+	if at := backend.UserInfoAt(rest); at >= 0 {
 		user, _, hasPass := strings.Cut(rest[:at], ":")
 		info := "xxxxx"
 		if hasPass {
@@ -125,47 +125,6 @@ func redactURL(raw string) string {
 // passwordParam matches a query parameter that names a password, and its
 // value.
 var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#]*`)
-
-// userInfoAt returns the index in rest, a URL after its "://", of the '@'
-// that ends its user info, or -1 for none: url.Parse's (the last '@'
-// before the first '/', '?' or '#'), or else, for a password holding one
-// of those unescaped, the last '@' after them that is not in a query
-// parameter's value (client_name=a@b). redisstate refuses such a URL,
-// finding its user info the same way.
-func userInfoAt(rest string) int {
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		return strings.LastIndex(rest, "@")
-	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
-		return at
-	}
-	at := -1
-	for i := end; i < len(rest); i++ {
-		if rest[i] == '@' && !inQueryValue(rest[end:i]) {
-			at = i
-		}
-	}
-	return at
-}
-
-// inQueryValue reports whether the text before an '@' (from the end of
-// the authority) ends inside a query parameter's value: after a '?', in
-// a name=value pair, with no '/' or '#' since the '?'.
-func inQueryValue(before string) bool {
-	q := strings.LastIndex(before, "?")
-	if q < 0 {
-		return false
-	}
-	seg := before[q+1:]
-	if strings.ContainsAny(seg, "/#") {
-		return false
-	}
-	if amp := strings.LastIndex(seg, "&"); amp >= 0 {
-		seg = seg[amp+1:]
-	}
-	return strings.Contains(seg, "=")
-}
 
 // openRemote opens a URL through the backend registered for its scheme.
 func openRemote(scheme, raw string, cfg config) (*DB, error) {
