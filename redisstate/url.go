@@ -137,7 +137,7 @@ func invalid(format string, args ...any) error {
 // parseURL reads a redis://, rediss:// or redis+cluster:// URL. Its errors
 // never hold the password.
 func parseURL(raw string) (*config, error) {
-	if unescapedUserInfo(raw) {
+	if backend.UnescapedUserInfo(raw) {
 		return nil, invalid("malformed URL: the user name or password holds a character a URL must percent-encode ('/' as %%2F, '?' as %%3F, '#' as %%23)")
 	}
 	u, err := url.Parse(raw)
@@ -279,18 +279,4 @@ func (c *config) clusterOptions(u *url.URL, user *url.Userinfo, q url.Values) er
 	c.dialTimeout = o.DialTimeout
 	c.cluster = o
 	return nil
-}
-
-// unescapedUserInfo reports whether raw's user name or password holds a
-// '/', '?' or '#' a URL must percent-encode: url.Parse would end the
-// authority inside the password and put the rest of it in the path, the
-// query or the fragment, and so in error messages. state redacts URLs
-// with the same backend.UserInfoAt.
-func unescapedUserInfo(raw string) bool {
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return false
-	}
-	end := strings.IndexAny(rest, "/?#")
-	return end >= 0 && backend.UserInfoAt(rest) > end
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -100,35 +99,9 @@ func urlScheme(path string) string {
 	return strings.ToLower(s)
 }
 
-// redactURL returns the URL with its password replaced, for errors and
-// Path. It works on the text, so a URL that does not parse is redacted
-// too, and so is a lone user name, which redis-cli reads as the password
-// (redis://secret@host), a password holding a '/', '?' or '#' a URL must
-// escape (backend.UserInfoAt), and a password= query parameter's value.
-func redactURL(raw string) string {
-	i := strings.Index(raw, "://")
-	if i < 0 {
-		return raw
-	}
-	rest := raw[i+3:]
-	if at := backend.UserInfoAt(rest); at >= 0 {
-		user, _, hasPass := strings.Cut(rest[:at], ":")
-		info := "xxxxx"
-		if hasPass {
-			info = user + ":xxxxx"
-		}
-		rest = info + rest[at:]
-	}
-	return raw[:i+3] + passwordParam.ReplaceAllString(rest, "${1}xxxxx")
-}
-
-// passwordParam matches a query parameter that names a password, and its
-// value.
-var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#]*`)
-
 // openRemote opens a URL through the backend registered for its scheme.
 func openRemote(scheme, raw string, cfg config) (*DB, error) {
-	name := redactURL(raw)
+	name := backend.RedactURL(raw)
 	open, ok := backend.Lookup(scheme)
 	if !ok {
 		if pkg, known := backendPackages[scheme]; known {

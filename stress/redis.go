@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/statekit/statekit/internal/backend"
 	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/internal/redistest"
@@ -107,13 +108,22 @@ func (d *driver) setupRedis() error {
 
 // checkRedisURL returns ErrConfig for a URL that is no redis:// or
 // rediss:// URL.
+// Its errors name the URL without its password, as redisstate's do.
 func checkRedisURL(raw string) error {
+	shown := backend.RedactURL(raw)
+	if backend.UnescapedUserInfo(raw) {
+		return fmt.Errorf("%w: Redis.URL %s: the user name or password holds a character a URL must percent-encode ('/' as %%2F, '?' as %%3F, '#' as %%23)", ErrConfig, shown)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%w: Redis.URL: %v", ErrConfig, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the whole URL, password and all
+		}
+		return fmt.Errorf("%w: Redis.URL %s: %v", ErrConfig, shown, err)
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return fmt.Errorf("%w: Redis.URL: want redis:// or rediss://, not %q", ErrConfig, u.Scheme)
+		return fmt.Errorf("%w: Redis.URL %s: want redis:// or rediss://, not %q", ErrConfig, shown, u.Scheme)
 	}
 	return nil
 }

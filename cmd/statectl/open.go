@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
 
+	"github.com/statekit/statekit/internal/backend"
 	"github.com/statekit/statekit/state"
 )
 
@@ -160,15 +160,14 @@ func isURL(path string) bool {
 	return i > 0 && !strings.ContainsAny(path[:i], "/\\")
 }
 
-// shown is path as messages show it: a URL without its password.
+// shown is path as messages show it: a URL without its password, the
+// way Open's errors show it (a lone user name is the password too, and so
+// is a password= parameter's value).
 func shown(path string) string {
 	if !isURL(path) {
 		return path
 	}
-	if u, err := url.Parse(path); err == nil {
-		return u.Redacted()
-	}
-	return path
+	return backend.RedactURL(path)
 }
 
 // openURL opens a store on a server. There is no read-only open of a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/statekit/statekit/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,6 +70,30 @@ func TestStartLineNamesTheSeedAndTheRerun(t *testing.T) {
 	require.Equal(t, exitPass, code, out.String()+errs.String())
 	first, _, _ := strings.Cut(errs.String(), "\n")
 	assert.Regexp(t, `^statestress: seed \d+: 2 processes .*; rerun: statestress -seed \d+ -kill-every 0s -procs 2 -until-calls 300$`, first)
+}
+
+// TestRerunLineHidesTheRedisPassword: the start line's command line, for
+// a CI log, holds no password of -redis-url in any of its forms (a lone
+// user name is redis-cli's password); the server is not there, so the
+// run ends at once and says so, without the password either. A password
+// holding an unescaped '/' is refused before the run starts, and the
+// refusal does not repeat it.
+func TestRerunLineHidesTheRedisPassword(t *testing.T) {
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	for _, form := range []struct{ url, first string }{
+		{"redis://s3cretpw@127.0.0.1:%d/0", "; rerun: statestress -seed 5 -kill-every 0s -procs 2 -redis-url redis://xxxxx@127.0.0.1:%d/0 -until-calls 300"},
+		{"redis://127.0.0.1:%d/0?password=s3cretpw", "; rerun: statestress -seed 5 -kill-every 0s -procs 2 -redis-url 'redis://127.0.0.1:%d/0?password=xxxxx' -until-calls 300"},
+		{"redis://u:s3cret/pw@127.0.0.1:%d/0", "statestress: stress: bad config: Redis.URL redis://u:xxxxx@127.0.0.1:%d/0: the user name or password holds a character"},
+	} {
+		url := fmt.Sprintf(form.url, port)
+		var out, errs bytes.Buffer
+		code := run(t.Context(), []string{"-redis-url", url, "-procs", "2", "-until-calls", "300", "-kill-every", "0", "-seed", "5", "-dir", t.TempDir()}, &out, &errs)
+		assert.Equal(t, exitUsage, code, "%s: %s%s", url, out.String(), errs.String())
+		first, _, _ := strings.Cut(errs.String(), "\n")
+		assert.Contains(t, first, fmt.Sprintf(form.first, port), url)
+		assert.NotContains(t, out.String()+errs.String(), "s3cret", url)
+	}
 }
 
 // TestInterruptedRunSaysWhatRan: an interrupted run stops its workers,

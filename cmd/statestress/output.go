@@ -4,9 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/statekit/statekit/internal/backend"
 )
 
 // fallbackWriter is stdout: after its first failed write (a full disk, a
@@ -52,8 +53,8 @@ func rerunLine(fs *flag.FlagSet, seed uint64) string {
 			return
 		}
 		v := f.Value.String()
-		if u, err := url.Parse(v); err == nil && f.Name == "redis-url" {
-			v = u.Redacted() // no password in a CI log
+		if f.Name == "redis-url" {
+			v = backend.RedactURL(v) // no password in a CI log
 		}
 		words = append(words, "-"+f.Name, shellQuote(v))
 	})
