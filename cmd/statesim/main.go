@@ -30,6 +30,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/statekit/statekit/internal/cliout"
 	"github.com/statekit/statekit/sim"
 )
 
@@ -96,14 +97,14 @@ func run(args []string, stdout, stderr io.Writer, interrupted interruptFunc) int
 	if opt.worker {
 		return serveWorker(opt, os.Stdin, stdout)
 	}
-	out := &fallbackWriter{w: stdout, stderr: stderr}
+	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statesim"}
 	var code int
 	if opt.seeds == 0 {
 		code = runOne(opt, out, stderr)
 	} else {
 		code = runMany(opt, out, stderr, interrupted)
 	}
-	if out.err != nil && code == exitOK {
+	if out.Err != nil && code == exitOK {
 		return exitUsage
 	}
 	return code

@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
+	"github.com/statekit/statekit/internal/cliout"
 	_ "github.com/statekit/statekit/redisstate" // redis:// URLs, for -redis and -redis-url
 	"github.com/statekit/statekit/stress"
 )
@@ -252,10 +253,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		keptOrRemoved(stderr, runDir)
 		return exitUsage
 	}
-	out := &fallbackWriter{w: stdout, stderr: stderr}
+	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statestress"}
 	_, _ = rep.WriteTo(out)
 	code := verdict(rep, *expect, *checkLimit, out)
-	if code == exitPass && out.err != nil {
+	if code == exitPass && out.Err != nil {
 		code = exitUsage // its report is not where it was asked for
 	}
 	if code == exitPass && !*keep {

@@ -2,35 +2,11 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/statekit/statekit/internal/backend"
 )
-
-// fallbackWriter is stdout: after its first failed write (a full disk, a
-// closed pipe) it says so on stderr and writes the rest of the report
-// there, so a violation and the line that runs it again are not lost.
-type fallbackWriter struct {
-	w, stderr io.Writer
-	err       error
-}
-
-func (f *fallbackWriter) Write(p []byte) (int, error) {
-	n := 0
-	if f.err == nil {
-		var err error
-		if n, err = f.w.Write(p); err == nil {
-			return n, nil
-		}
-		f.err = err
-		fmt.Fprintf(f.stderr, "statestress: the report could not be written: %v; the rest of it follows here\n", err)
-	}
-	m, err := f.stderr.Write(p[n:])
-	return n + m, err
-}
 
 // notForRerun are the flags that do not change what a run does.
 var notForRerun = map[string]bool{"seed": true, "dir": true, "keep": true, "v": true}
