@@ -7,6 +7,11 @@
 // implement the state package's (unexported) remote interface, whose methods
 // are documented in state/remote.go; state.Open checks that it does and
 // fails naming the scheme when it does not.
+//
+// It also holds what state, a backend and statekit's commands must read
+// the same way in a backend's URL: where its user info ends (UserInfoAt),
+// whether its password needs escaping (UnescapedUserInfo), and the URL as
+// every message shows it, without its password (RedactURL).
 package backend
 
 import (
