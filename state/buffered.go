@@ -50,7 +50,7 @@ type buffer struct {
 // ErrIO once the handle has failed, and ErrClosed after Close.
 func (db *DB) IncrBuffered(key string, delta int64) error {
 	if err := checkKey("key", key); err != nil {
-		return db.named("incrbuffered", keyName(key), err)
+		return db.namedKey("incrbuffered", key, err)
 	}
 	b := &db.buf
 	b.mu.Lock()

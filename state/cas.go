@@ -50,18 +50,18 @@ WHERE kv.expires_at IS NOT NULL AND kv.expires_at <= ?3`
 func (db *DB) CAS(ctx context.Context, key string, expected, new any, opts ...WriteOption) (bool, error) {
 	exp, nv, ttl, err := checkCAS(key, expected, new, opts)
 	if err != nil {
-		return false, db.named("cas", keyName(key), err)
+		return false, db.namedKey("cas", key, err)
 	}
 	if db.remote != nil {
 		ok, err := viaRemote(db, func(r remote) (bool, error) { return r.CAS(ctx, key, exp, nv, ttl) })
-		return ok, db.named("cas", keyName(key), err)
+		return ok, db.namedKey("cas", key, err)
 	}
 	var ok bool
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.cas(ctx, now, key, exp, nv, ttl)
 		return err
 	})
-	return ok, db.named("cas", keyName(key), err)
+	return ok, db.namedKey("cas", key, err)
 }
 
 // checkCAS validates CAS's arguments and returns its values and the TTL

@@ -69,10 +69,10 @@ func (db *DB) DecrBy(ctx context.Context, key string, delta int64, opts ...Write
 		// Its negation is no int64: the verb's other checks first, then
 		// the overflow it always is.
 		if _, err := checkIncr(key, opts); err != nil {
-			return 0, db.named("decr", keyName(key), err)
+			return 0, db.namedKey("decr", key, err)
 		}
 		if err := db.nothingToDo(ctx); err != nil {
-			return 0, db.named("decr", keyName(key), err)
+			return 0, db.namedKey("decr", key, err)
 		}
 		return 0, db.named("decr", keyName(key), ErrOverflow)
 	}
@@ -89,18 +89,18 @@ func (db *DB) IncrBy(ctx context.Context, key string, delta int64, opts ...Write
 func (db *DB) incrVerb(ctx context.Context, verb, key string, delta int64, opts []WriteOption) (int64, error) {
 	ttl, err := checkIncr(key, opts)
 	if err != nil {
-		return 0, db.named(verb, keyName(key), err)
+		return 0, db.namedKey(verb, key, err)
 	}
 	if db.remote != nil {
 		n, err := viaRemote(db, func(r remote) (int64, error) { return r.IncrBy(ctx, key, delta, ttl) })
-		return n, db.named(verb, keyName(key), err)
+		return n, db.namedKey(verb, key, err)
 	}
 	var n int64
 	err = db.do(ctx, grouped, func(now int64) (err error) {
 		n, err = db.incrBy(ctx, now, key, delta, ttl)
 		return err
 	})
-	return n, db.named(verb, keyName(key), err)
+	return n, db.namedKey(verb, key, err)
 }
 
 func checkIncr(key string, opts []WriteOption) (int64, error) {

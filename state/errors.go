@@ -378,6 +378,15 @@ func (db *DB) named(verb, subject string, err error) error {
 	return fmt.Errorf("%s: %s: %w", db.path, verb, err)
 }
 
+// namedKey is named with the key quoted as keyName quotes it, quoted only
+// when err is not nil: a verb's success path builds no message.
+func (db *DB) namedKey(verb, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return db.named(verb, keyName(key), err)
+}
+
 // keyName quotes a key for an error message, cut short if long.
 func keyName(key string) string {
 	const max = 64

@@ -22,36 +22,36 @@ RETURNING 1`
 // reports whether it was live.
 func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	if err := checkKey("key", key); err != nil {
-		return false, db.named("expire", keyName(key), err)
+		return false, db.namedKey("expire", key, err)
 	}
 	if db.remote != nil {
 		ok, err := viaRemote(db, func(r remote) (bool, error) { return r.Expire(ctx, key, expireMillis(ttl)) })
-		return ok, db.named("expire", keyName(key), err)
+		return ok, db.namedKey("expire", key, err)
 	}
 	var ok bool
 	err := db.do(ctx, grouped, func(now int64) (err error) {
 		ok, err = db.expire(ctx, now, key, ttl)
 		return err
 	})
-	return ok, db.named("expire", keyName(key), err)
+	return ok, db.namedKey("expire", key, err)
 }
 
 // TTL returns the time key has left, NoExpiry for a live key without a
 // deadline, or ErrNotFound for an absent or expired key.
 func (db *DB) TTL(ctx context.Context, key string) (time.Duration, error) {
 	if err := checkKey("key", key); err != nil {
-		return 0, db.named("ttl", keyName(key), err)
+		return 0, db.namedKey("ttl", key, err)
 	}
 	if db.remote != nil {
 		left, err := viaRemote(db, func(r remote) (time.Duration, error) { return r.TTL(ctx, key) })
-		return left, db.named("ttl", keyName(key), err)
+		return left, db.namedKey("ttl", key, err)
 	}
 	var left time.Duration
 	err := db.do(ctx, reading, func(now int64) (err error) {
 		left, err = db.ttl(ctx, now, key)
 		return err
 	})
-	return left, db.named("ttl", keyName(key), err)
+	return left, db.namedKey("ttl", key, err)
 }
 
 func (db *DB) expire(ctx context.Context, now int64, key string, ttl time.Duration) (bool, error) {

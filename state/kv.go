@@ -29,18 +29,18 @@ RETURNING expires_at IS NULL OR expires_at > ?2`
 // ErrClosed after Close.
 func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 	if err := checkKey("key", key); err != nil {
-		return Value{}, db.named("get", keyName(key), err)
+		return Value{}, db.namedKey("get", key, err)
 	}
 	if db.remote != nil {
 		v, err := viaRemote(db, func(r remote) (Value, error) { return r.Get(ctx, key) })
-		return v, db.named("get", keyName(key), err)
+		return v, db.namedKey("get", key, err)
 	}
 	var v Value
 	err := db.do(ctx, reading, func(now int64) (err error) {
 		v, err = db.get(ctx, now, key)
 		return err
 	})
-	return v, db.named("get", keyName(key), err)
+	return v, db.namedKey("get", key, err)
 }
 
 // Set stores value under key, replacing its value, type and deadline: the
@@ -51,14 +51,14 @@ func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 func (db *DB) Set(ctx context.Context, key string, value any, opts ...WriteOption) error {
 	v, ttl, err := checkSet(key, value, opts)
 	if err != nil {
-		return db.named("set", keyName(key), err)
+		return db.namedKey("set", key, err)
 	}
 	if db.remote != nil {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Set(ctx, key, v, ttl) })
-		return db.named("set", keyName(key), err)
+		return db.namedKey("set", key, err)
 	}
 	err = db.do(ctx, grouped, func(now int64) error { return db.set(ctx, now, key, v, ttl) })
-	return db.named("set", keyName(key), err)
+	return db.namedKey("set", key, err)
 }
 
 // Del deletes keys and returns how many of them were live. Expired rows are
@@ -79,7 +79,10 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 		n, err = db.del(ctx, now, keys)
 		return err
 	})
-	return n, db.named("del", keysName(keys), err)
+	if err != nil {
+		return n, db.named("del", keysName(keys), err)
+	}
+	return n, nil
 }
 
 func checkSet(key string, value any, opts []WriteOption) (Value, int64, error) {

@@ -60,11 +60,11 @@ type Lease struct {
 func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
 	ms, err := checkLease(name, owner, ttl)
 	if err != nil {
-		return nil, db.named("lease", keyName(name), err)
+		return nil, db.namedKey("lease", name, err)
 	}
 	if db.remote != nil {
 		l, err := viaRemote(db, func(r remote) (*Lease, error) { return r.Lease(ctx, name, owner, ms) })
-		return l, db.named("lease", keyName(name), err)
+		return l, db.namedKey("lease", name, err)
 	}
 	var l *Lease
 	grant := func(now int64) (err error) {
@@ -77,11 +77,11 @@ func (db *DB) Lease(ctx context.Context, name, owner string, ttl time.Duration) 
 		err = db.do(ctx, writing, func(now int64) error {
 			return db.grantAlone(ctx, func() error { return grant(now) })
 		})
-		return l, db.named("lease", keyName(name), err)
+		return l, db.namedKey("lease", name, err)
 	}
 	// Grants called at the same moment share one FULL commit (group.go).
 	err = db.doGrant(ctx, grant)
-	return l, db.named("lease", keyName(name), err)
+	return l, db.namedKey("lease", name, err)
 }
 
 // grantAlone runs grant, a lease grant in autocommit, and has the WAL
@@ -118,7 +118,10 @@ func (db *DB) Release(ctx context.Context, l *Lease) error {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Release(ctx, l) })
 		return db.named("release", leaseName(l), err)
 	}
-	return db.named("release", leaseName(l), db.do(ctx, grouped, func(now int64) error { return db.release(ctx, now, l) }))
+	if err := db.do(ctx, grouped, func(now int64) error { return db.release(ctx, now, l) }); err != nil {
+		return db.named("release", leaseName(l), err)
+	}
+	return nil
 }
 
 // pagesWritten returns how many pages the handle's connection has written
