@@ -391,6 +391,9 @@ func (db *DB) open(dsn string) error {
 		}
 		db.syncedPages = -2 // the first commit's sync is owed whatever it wrote
 		if err := db.repairWAL(ctx, conn); err != nil {
+			// Closing must not checkpoint what the repair left as it was
+			// (releaseHandle).
+			db.holdWAL(ctx)
 			return fmt.Errorf("open %s: %w", db.path, err)
 		}
 		// The repair may have tried for the whole busy timeout, waiting
@@ -520,6 +523,7 @@ func (db *DB) closeGuard() {
 // releaseHandle frees what open acquired. It is safe on a half-opened DB.
 func (db *DB) releaseHandle() error {
 	var errs []error
+	endRead := db.guardRead() // while the writable connections close
 	if db.st != nil {
 		errs = append(errs, db.st.close())
 	}
@@ -531,6 +535,7 @@ func (db *DB) releaseHandle() error {
 		errs = append(errs, db.sqldb.Close())
 	}
 	errs = append(errs, db.bg.ckpt.close(), db.closeWALSyncer())
+	endRead()
 	db.closeGuard()
 	if db.counted != "" {
 		countHandle(db.counted, -1)

@@ -56,6 +56,14 @@ func (db *DB) closeFailed() {
 	if db.damage == nil { // a damaged WAL is not to be repaired, nor checkpointed
 		_ = db.repairWAL(ctx, db.conn)
 	}
+	db.holdWAL(ctx)
+}
+
+// holdWAL opens a read-only connection on the file (db.guard), unless one
+// is open, so that the handle's writable connections close without
+// checkpointing a WAL the repair could not make durable (releaseHandle).
+// Best effort: the handle, or its Open, failed already.
+func (db *DB) holdWAL(ctx context.Context) {
 	if db.guard != nil {
 		return
 	}
@@ -66,6 +74,33 @@ func (db *DB) closeFailed() {
 	_ = keepWAL(conn) // best effort, as the repair: the handle failed already
 	_ = conn.Close()  // back to the pool, where it stays open
 	db.guard = ro
+}
+
+// guardRead begins a read transaction on the guard's connection, when the
+// handle has one, and returns what ends it. The last connection to close a
+// file checkpoints it unless another holds a lock on it; an idle
+// connection may hold none (SQLite lets go of its SHARED lock after each
+// read unless it has the WAL open), a read transaction always does. So the
+// writable connections of a failed handle, or of a failed Open, closing
+// while it lasts, leave the WAL and the file as they are for the next
+// Open's repair; a read-only connection, closing last, cannot checkpoint.
+func (db *DB) guardRead() (end func()) {
+	if db.guard == nil {
+		return func() {}
+	}
+	ctx := context.Background()
+	conn, err := db.guard.Conn(ctx)
+	if err != nil {
+		return func() {}
+	}
+	var n int
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err == nil {
+		_ = conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n)
+	}
+	return func() {
+		_, _ = conn.ExecContext(ctx, `ROLLBACK`)
+		_ = conn.Close()
+	}
 }
 
 // openWALConn opens a one-connection pool on dsn and a connection from it
