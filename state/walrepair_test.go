@@ -171,3 +171,65 @@ func TestBackgroundCheckpointAfterSyncErrorStops(t *testing.T) {
 		require.NoError(t, after.Close())
 	}
 }
+
+// TestFailedOpenAfterAFailedRepairSurvivesPowerLoss: process 2 has
+// commits in the WAL when process 1's Open repairs the WAL and the
+// repair's sync fails, leaving a hole, and Open fails; process 2's next
+// sync reports the failure, its handle fails, and it closes on a full
+// disk, its own repair refused. Then process 3's Open finds no process on
+// the file and the disk still full: its repair is refused and Open fails.
+// The power is cut at each disk call of that Open in turn. Its last
+// writable connection to close would checkpoint the hole into the file,
+// and a cut in the middle tears a page the durable WAL no longer covers:
+// they close while a read-only connection holds the file (releaseHandle).
+// It fails when that connection closes first. An idle read-only
+// connection may hold no lock, which is why releaseHandle reads inside a
+// transaction on it: the simulator found that case (regression seed
+// 9190958), and this test does not reach it.
+func TestFailedOpenAfterAFailedRepairSurvivesPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	cuts := 0
+	for _, mode := range []faults.LossMode{faults.LossKeep, faults.LossTear} {
+		for at := int64(1); ; at++ {
+			m := faults.NewMemFS(uint64(at))
+			clock := newClock()
+			open := func(pid int) (*state.DB, error) {
+				return state.Open("/sim/repair.state", state.WithFS(m.Process(pid)), state.WithClock(clock))
+			}
+			p2, err := open(2)
+			require.NoError(t, err)
+			for i := range syncErrorKeys {
+				require.NoError(t, p2.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300), state.TTL(time.Hour)))
+			}
+			m.FailAt(faults.OpSync, 1)
+			_, err = open(1)
+			require.ErrorIs(t, err, state.ErrIO, "process 1's repair could not sync the WAL")
+			_, err = p2.Lease(ctx, "job", "a", time.Minute)
+			require.ErrorIs(t, err, state.ErrIO, "process 2 is told at its next sync")
+			m.SetWriteBudget(64 << 10) // room for a checkpoint's pages, not for the WAL's rewrite
+			_ = p2.Close()
+
+			m.PowerLossAt(at, mode)
+			p3, err := open(3)
+			m.SetWriteBudget(-1)
+			if m.Powered() {
+				require.ErrorIs(t, err, state.ErrDiskFull)
+				break // the failed Open made fewer disk calls than at
+			}
+			if err == nil {
+				_ = p3.Close()
+			}
+			cuts++
+			what := fmt.Sprintf("%s cut at call %d", mode, at)
+			m.Reboot()
+			after, err := open(9)
+			require.NoError(t, err, what)
+			findings, err := after.Check(ctx)
+			require.NoError(t, err)
+			require.Empty(t, findings, what)
+			requirePrefix(t, after, what)
+			require.NoError(t, after.Close())
+		}
+	}
+	assert.Greater(t, cuts, 0, "the cuts fell inside the failed Open")
+}
