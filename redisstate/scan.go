@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/redisurl"
 	"github.com/statekit/statekit/state"
 )
 
@@ -18,28 +19,13 @@ import (
 // trip once they have listed them.
 const scanPage = 256
 
-// globEscape escapes the characters SCAN's MATCH pattern gives meaning to.
-func globEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '*', '?', '[', ']', '\\', '^', '-':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
 // list returns every Redis key that starts with prefix, on every master,
 // without repeats, sorted by bytes.
 func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
 	}
-	match := globEscape(prefix) + "*"
+	match := redisurl.GlobEscape(prefix) + "*"
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	scan := func(ctx context.Context, c *redis.Client) error {

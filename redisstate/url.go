@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statekit/statekit/internal/backend"
+	"github.com/statekit/statekit/internal/redisurl"
 	"github.com/statekit/statekit/state"
 )
 
@@ -30,10 +31,6 @@ type config struct {
 	single       *redis.Options
 	cluster      *redis.ClusterOptions
 }
-
-// ownParams are the query parameters this package reads itself and strips
-// before go-redis parses the rest.
-var ownParams = []string{"prefix", "allow_unsafe_leases", "wait_replicas"}
 
 // refusedParams are go-redis parameters a statekit store refuses: a
 // command go-redis resent after a lost reply could be applied twice.
@@ -193,16 +190,8 @@ func parseURL(raw string) (*config, error) {
 		}
 		c.waitReplicas = n
 	}
-	for _, name := range ownParams {
-		q.Del(name)
-	}
-	user := u.User
-	if user != nil {
-		if _, has := user.Password(); !has {
-			// redis-cli reads redis://secret@host as the password alone.
-			user = url.UserPassword("", user.Username())
-		}
-	}
+	redisurl.StripOwn(q)
+	user := redisurl.PasswordAlone(u.User)
 	if c.scheme == "redis+cluster" {
 		return c, c.clusterOptions(u, user, q)
 	}

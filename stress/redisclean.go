@@ -7,11 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/redisurl"
 )
-
-// statekitParams are the query parameters of a redis:// URL that
-// redisstate reads itself, and go-redis does not know.
-var statekitParams = []string{"prefix", "allow_unsafe_leases", "wait_replicas"}
 
 // dropRunKeys deletes from a server the caller runs (Redis.URL) every key
 // of the run: those under its own prefix, and no other. It runs when Run
@@ -45,16 +42,9 @@ func dropPrefix(ctx context.Context, raw, prefix string) (int, error) {
 		return 0, fmt.Errorf("stress: %w", err)
 	}
 	q := u.Query()
-	for _, p := range statekitParams {
-		q.Del(p)
-	}
+	redisurl.StripOwn(q)
 	u.RawQuery = q.Encode()
-	if u.User != nil {
-		if _, has := u.User.Password(); !has {
-			// redisstate reads redis://secret@host as the password alone.
-			u.User = url.UserPassword("", u.User.Username())
-		}
-	}
+	u.User = redisurl.PasswordAlone(u.User)
 	opts, err := redis.ParseURL(u.String())
 	if err != nil {
 		return 0, fmt.Errorf("stress: %w", err)
@@ -64,7 +54,7 @@ func dropPrefix(ctx context.Context, raw, prefix string) (int, error) {
 	deleted := 0
 	var cursor uint64
 	for {
-		keys, next, err := c.Scan(ctx, cursor, globEscape(prefix)+"*", 1000).Result()
+		keys, next, err := c.Scan(ctx, cursor, redisurl.GlobEscape(prefix)+"*", 1000).Result()
 		if err != nil {
 			return deleted, fmt.Errorf("stress: scan %q: %w", prefix, err)
 		}
@@ -86,16 +76,4 @@ func dropPrefix(ctx context.Context, raw, prefix string) (int, error) {
 		}
 		cursor = next
 	}
-}
-
-// globEscape escapes the characters a SCAN MATCH pattern gives meaning to.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if strings.IndexByte(`*?[]\^-`, c) >= 0 {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
