@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -78,4 +79,47 @@ func memRead(t *testing.T, fsys vfs.FS, name string) []byte {
 		require.NoError(t, err)
 	}
 	return b
+}
+
+// TestGuardThatReadAnEmptyFileStopsTheCheckpoint: a read-only connection
+// that last read the file while it was empty (openGuard's, while another
+// process was still making the file) is idle in SQLite's rollback mode,
+// holding no lock at all: the WAL format it has not seen yet. The handle's
+// writable connections, closing, would then find no other lock and the
+// last would checkpoint the WAL into the file. releaseHandle reads on it
+// first (guardRead), which puts it in WAL mode holding its lock, so the
+// file's bytes and the WAL stay as they were. On the native VFS.
+func TestGuardThatReadAnEmptyFileStopsTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.state")
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	guard, err := sql.Open("sqlite", "file:"+escapePath(path)+"?mode=ro")
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, guard.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n))
+	require.Zero(t, n, "the file was empty when the guard read it")
+
+	db, err := Open(path, WithSweepInterval(0), WithFlushInterval(0))
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), i))
+	}
+	db.bg.stop(db)
+	file, err := os.ReadFile(path)
+	require.NoError(t, err)
+	wal, err := os.ReadFile(path + walSuffix)
+	require.NoError(t, err)
+	require.NotEmpty(t, wal, "the commits are in the WAL, not yet in the file")
+
+	db.lock()
+	db.guard = guard // as a failed Open's, from openGuard
+	require.NoError(t, db.releaseHandle())
+	db.unlock()
+
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, file, got, "nothing was checkpointed into the file")
+	got, err = os.ReadFile(path + walSuffix)
+	require.NoError(t, err)
+	require.Equal(t, wal, got, "the WAL is kept as it was")
 }

@@ -80,7 +80,9 @@ func (db *DB) holdWAL(ctx context.Context) {
 // handle has one, and returns what ends it. The last connection to close a
 // file checkpoints it unless another holds a lock on it; an idle
 // connection may hold none (SQLite lets go of its SHARED lock after each
-// read unless it has the WAL open), a read transaction always does. So the
+// read unless it has the WAL open, and one that last read the file while
+// it was empty, as openGuard's may while another process makes the file,
+// has not), a read transaction always does. So the
 // writable connections of a failed handle, or of a failed Open, closing
 // while it lasts, leave the WAL and the file as they are for the next
 // Open's repair; a read-only connection, closing last, cannot checkpoint.

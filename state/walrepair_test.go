@@ -182,10 +182,9 @@ func TestBackgroundCheckpointAfterSyncErrorStops(t *testing.T) {
 // writable connection to close would checkpoint the hole into the file,
 // and a cut in the middle tears a page the durable WAL no longer covers:
 // they close while a read-only connection holds the file (releaseHandle).
-// It fails when that connection closes first. An idle read-only
+// It fails when that connection closes first. (An idle read-only
 // connection may hold no lock, which is why releaseHandle reads inside a
-// transaction on it: the simulator found that case (regression seed
-// 9190958), and this test does not reach it.
+// transaction on it: TestGuardThatReadAnEmptyFileStopsTheCheckpoint.)
 func TestFailedOpenAfterAFailedRepairSurvivesPowerLoss(t *testing.T) {
 	ctx := context.Background()
 	cuts := 0
