@@ -16,7 +16,12 @@
 // on one that may lose a write (appendonly no) or evict keys (a maxmemory
 // policy other than noeviction, as cache servers often run), Lease refuses
 // with state.ErrNotDurable, so every miss does, before computing, unless
-// the URL accepts the risk with allow_unsafe_leases=true.
+// the URL accepts the risk with allow_unsafe_leases=true. In a Redis
+// Cluster (redis+cluster://) the Update that writes the value releases the
+// lease "cache:KEY" too, so the two must share a hash slot: give the key a
+// hash tag ("{report}:daily") or the store one (prefix={app}:); without one
+// the fill fails with state.ErrInvalidArgument naming the slots, after fn
+// ran, and writes nothing.
 //
 // Values are bytes; the caller encodes and decodes them. A value expires ttl
 // after it was written; expiry is the engine's (an expired value is absent

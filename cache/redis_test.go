@@ -58,3 +58,44 @@ func TestNonDurableRedisIsRefusedBeforeComputing(t *testing.T) {
 		})
 	}
 }
+
+// TestGetOrComputeOnARedisCluster: a fill releases its lease (cache:KEY) in
+// the Update that writes KEY, so in a Redis Cluster the two must share a
+// hash slot: a store prefix with a hash tag, or a tag in the key, fills as
+// on one server; without either the fill fails with
+// state.ErrInvalidArgument naming the slots and the cure, writes nothing,
+// and releases its lease.
+func TestGetOrComputeOnARedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3)
+	ctx := capped(t)
+	for _, store := range []struct{ prefix, key string }{
+		{"{c}:", "report:daily"}, // the whole store in one slot
+		{"c:", "{report}:daily"}, // the key's own hash tag
+	} {
+		db, err := state.Open(c.URL(store.prefix))
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		var calls atomic.Int64
+		for range 2 {
+			v, err := cache.GetOrCompute(ctx, db, store.key, time.Minute, counting(&calls, "v"))
+			require.NoError(t, err, store.prefix+store.key)
+			assert.Equal(t, "v", string(v))
+		}
+		assert.EqualValues(t, 1, calls.Load(), "%s%s: computed once", store.prefix, store.key)
+	}
+
+	db, err := state.Open(c.URL("c:"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	var calls atomic.Int64
+	_, err = cache.GetOrCompute(ctx, db, "report:weekly", time.Minute, counting(&calls, "v"), cache.WithMaxWait(0))
+	require.ErrorIs(t, err, state.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "hash tag")
+	_, err = db.Get(ctx, "report:weekly")
+	assert.ErrorIs(t, err, state.ErrNotFound, "nothing written")
+	_, err = cache.GetOrCompute(ctx, db, "report:weekly", time.Minute, counting(&calls, "v"), cache.WithMaxWait(0))
+	assert.ErrorIs(t, err, state.ErrInvalidArgument, "the lease was released: the next call fails the same way, not waiting")
+}

@@ -43,5 +43,12 @@
 // the verbs, so a *state.DB opened on a Redis URL (with package redisstate
 // imported) makes them exact across the processes, and machines, that share
 // that server; there an Update's callback may run more than once, and a
-// limiter keeps only its last run's answer.
+// limiter keeps only its last run's answer. In a Redis Cluster
+// (redis+cluster://) a transaction's keys must share a hash slot, and a
+// sliding window reads two windows' keys in one: give the limiter's keys one
+// hash tag, in the store's prefix (prefix={rl}:) or in each key
+// ({client-42}), or its decisions fail with state.ErrInvalidArgument naming
+// the two slots. A window limiter reads its counts before it asks for its
+// transaction's time, which a cluster's transaction has only once it has
+// touched a key.
 package ratelimit

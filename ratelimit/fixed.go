@@ -118,16 +118,17 @@ func (f *FixedWindow) inTx(ctx context.Context, key string, n int64, twoSteps bo
 		left, count int64 // count: the window's count after this request, or before it if refused
 		allowed     bool
 	)
+	guess := guessWindow(f.db, f.window)
 	err := decide(ctx, f.db, twoSteps, func(tx *state.Tx) error {
 		allowed = false // on a store opened from a URL the callback may run again
-		now, err := decidedAt(ctx, tx)
+		now, counted, err := readWindows(ctx, tx, f.prefix, key, guess)
 		if err != nil {
 			return err
 		}
 		idx := now / f.window
 		left = (idx+1)*f.window - now
 		k = windowKey(f.prefix, key, idx)
-		c, err := storedInt(tx, k)
+		c, err := counted(idx)
 		count, allowed = c, err == nil && c <= f.limit-n
 		return err
 	}, func(tx *state.Tx) error {

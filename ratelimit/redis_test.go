@@ -2,9 +2,13 @@ package ratelimit_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/internal/redistest"
 	_ "github.com/statekit/statekit/redisstate" // the workers open redis:// URLs
+	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestProcessesAreAllowedExactlyTheLimitOnRedis is
@@ -21,5 +25,47 @@ func TestProcessesAreAllowedExactlyTheLimitOnRedis(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			requireExactLimit(t, kind, srv.URL("rl-"+kind+":"))
 		})
+	}
+}
+
+// TestLimitersDecideOnARedisCluster: in a Redis Cluster a transaction has a
+// time only once it has touched a key (each master keeps its own clock), and
+// a window limiter's key names the window its time falls in. Every limiter
+// decides requests of one and of more there, on a store whose prefix puts it
+// in one slot and on a key with a hash tag of its own (the two windows of a
+// sliding window must share a slot). Before, the window limiters asked for
+// the time before any key: every sliding window decision, and a fixed
+// window's request of more than one, failed with ErrInvalidArgument.
+func TestLimitersDecideOnARedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	c := redistest.StartCluster(t, 3)
+	// No window edge before 2070, and a token in 16 years: the decisions
+	// below fall in one window whatever the machine's speed.
+	const window = 50 * 365 * 24 * time.Hour
+	for _, store := range []struct{ prefix, key string }{
+		{"{rl}:", "alice"}, // the whole store in one slot
+		{"rl:", "{bob}"},   // the key's own hash tag
+	} {
+		db, err := state.Open(c.URL(store.prefix))
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		for name, l := range limiters(t, db, 3, window) {
+			what := name + " on " + store.prefix + store.key
+			d, err := l.AllowN(t.Context(), store.key, 1)
+			require.NoError(t, err, what)
+			assert.True(t, d.Allowed, what)
+			assert.EqualValues(t, 2, d.Remaining, what)
+			d, err = l.AllowN(t.Context(), store.key, 2)
+			require.NoError(t, err, what)
+			assert.True(t, d.Allowed, what)
+			assert.Zero(t, d.Remaining, what)
+			for _, n := range []int64{1, 2} {
+				d, err = l.AllowN(t.Context(), store.key, n)
+				require.NoError(t, err, what)
+				assert.False(t, d.Allowed, "%s: %d past the limit", what, n)
+			}
+		}
 	}
 }

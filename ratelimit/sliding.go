@@ -72,11 +72,12 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 		prev, cur  int64
 		allowed    bool
 	)
+	guess := guessWindow(s.db, w)
 	err := decide(ctx, s.db, twoStepsOn(ctx), func(tx *state.Tx) error {
 		// On a store opened from a URL the callback may run again after a
 		// conflict: only the last run's answer counts.
 		allowed = false
-		now, err := decidedAt(ctx, tx)
+		now, counted, err := readWindows(ctx, tx, s.prefix, key, guess-1, guess)
 		if err != nil {
 			return err
 		}
@@ -84,10 +85,10 @@ func (s *SlidingWindow) AllowN(ctx context.Context, key string, n int64) (Decisi
 		into = now - idx*w
 		left = w - into
 		curKey = windowKey(s.prefix, key, idx)
-		if prev, err = storedInt(tx, windowKey(s.prefix, key, idx-1)); err != nil {
+		if prev, err = counted(idx - 1); err != nil {
 			return err
 		}
-		if cur, err = storedInt(tx, curKey); err != nil {
+		if cur, err = counted(idx); err != nil {
 			return err
 		}
 		allowed = s.fits(prev, cur, n, into)
