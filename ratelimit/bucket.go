@@ -40,8 +40,9 @@ var _ Limiter = (*TokenBucket)(nil)
 
 // NewTokenBucket returns a limiter that refills limit tokens per window per
 // key and holds up to the limit (or WithBurst) tokens. The window is at least
-// a millisecond; the limit at least 1 and at most one token per nanosecond of
-// window. Its keys start with "ratelimit:bucket:" unless WithPrefix says
+// a millisecond and at most 50 years; the limit at least 1 and at most one
+// token per nanosecond of window; the burst refills in at most 50 years. Its
+// keys start with "ratelimit:bucket:" unless WithPrefix says
 // otherwise.
 func NewTokenBucket(db *state.DB, limit int64, window time.Duration, opts ...Option) (*TokenBucket, error) {
 	c, err := newConfig("bucket", db, limit, window, opts)

@@ -40,7 +40,8 @@ type FixedWindow struct {
 var _ Limiter = (*FixedWindow)(nil)
 
 // NewFixedWindow returns a limiter that allows limit requests per key in
-// each window. The window is at least a millisecond; the limit at least 1.
+// each window. The window is at least a millisecond and at most 50 years;
+// the limit at least 1.
 // Its keys start with "ratelimit:fixed:" unless WithPrefix says otherwise.
 func NewFixedWindow(db *state.DB, limit int64, window time.Duration, opts ...Option) (*FixedWindow, error) {
 	c, err := newConfig("fixed", db, limit, window, opts)

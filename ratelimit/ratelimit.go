@@ -75,8 +75,11 @@ func ceilMillis(d time.Duration) time.Duration {
 var (
 	// ErrInvalidConfig is returned by the constructors for a configuration
 	// that cannot limit anything: a nil DB, a limit or window of zero or
-	// less, a rate or burst that does not fit in nanoseconds; and by Allow
-	// and AllowN of a nil or zero limiter, which no constructor made.
+	// less, a window under a millisecond or over 50 years, a rate past one
+	// token per nanosecond, a burst that takes over 50 years to refill, a
+	// nil Option, a prefix that is not text or leaves no room, WithBurst on
+	// a window limiter; and by Allow and AllowN of a nil or zero limiter,
+	// which no constructor made.
 	ErrInvalidConfig = errors.New("ratelimit: invalid configuration")
 	// ErrInvalidRequest is returned by Allow and AllowN for a key the
 	// limiter cannot store under (empty, not UTF-8, holding NUL, or longer

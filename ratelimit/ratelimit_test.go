@@ -264,6 +264,7 @@ func TestBadConfigurationIsAnError(t *testing.T) {
 		{name: "negative window", db: db, limit: 1, window: -time.Minute, cause: "window -1m0s"},
 		{name: "sub-millisecond window", db: db, limit: 1, window: time.Microsecond, cause: "at least 1ms"},
 		{name: "window past int64", db: db, limit: 1, window: math.MaxInt64, cause: "at most"},
+		{name: "window past 50 years", db: db, limit: 1, window: fiftyYears + 1, cause: "at most"},
 		{name: "empty prefix", db: db, limit: 1, window: time.Second, opts: []ratelimit.Option{ratelimit.WithPrefix("")}, cause: "empty prefix"},
 		{name: "nil option", db: db, limit: 1, window: time.Second, opts: []ratelimit.Option{nil}, cause: "nil Option"},
 		{name: "zero burst", db: db, limit: 1, window: time.Second, opts: []ratelimit.Option{ratelimit.WithBurst(0)}, cause: "burst 0"},
@@ -290,7 +291,18 @@ func TestBadConfigurationIsAnError(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = ratelimit.NewFixedWindow(db, 2_000_000_000, time.Second)
 	assert.NoError(t, err, "a window counts; any limit fits")
+	for name, newL := range ctors {
+		_, err := newL(db, 1, fiftyYears)
+		assert.NoError(t, err, "%s: a window of 50 years", name)
+	}
+	_, err = ratelimit.NewTokenBucket(db, 1, time.Second, ratelimit.WithBurst(int64(fiftyYears/time.Second)))
+	assert.NoError(t, err, "a burst that refills in 50 years")
+	_, err = ratelimit.NewTokenBucket(db, 1, time.Second, ratelimit.WithBurst(int64(fiftyYears/time.Second)+1))
+	assert.ErrorIs(t, err, ratelimit.ErrInvalidConfig, "a burst that takes a second more")
 }
+
+// fiftyYears is the longest window, and token bucket refill, a limiter takes.
+const fiftyYears = 50 * 365 * 24 * time.Hour
 
 // TestLimiterNoConstructorMadeIsAnError: a nil limiter, or a zero value
 // (declared, not made by its constructor), has no file and no limit; its

@@ -2,7 +2,6 @@ package ratelimit_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/statekit/statekit/internal/redistest"
 	_ "github.com/statekit/statekit/redisstate" // the workers open redis:// URLs
@@ -43,7 +42,7 @@ func TestLimitersDecideOnARedisCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	// No window edge before 2070, and a token in 16 years: the decisions
 	// below fall in one window whatever the machine's speed.
-	const window = 50 * 365 * 24 * time.Hour
+	const window = fiftyYears
 	for _, store := range []struct{ prefix, key string }{
 		{"{rl}:", "alice"}, // the whole store in one slot
 		{"rl:", "{bob}"},   // the key's own hash tag

@@ -37,8 +37,8 @@ type SlidingWindow struct {
 var _ Limiter = (*SlidingWindow)(nil)
 
 // NewSlidingWindow returns a limiter that allows about limit requests per key
-// in any window ending now. The window is at least a millisecond; the limit at
-// least 1. Its keys start with "ratelimit:sliding:" unless WithPrefix says
+// in any window ending now. The window is at least a millisecond and at most
+// 50 years; the limit at least 1. Its keys start with "ratelimit:sliding:" unless WithPrefix says
 // otherwise.
 func NewSlidingWindow(db *state.DB, limit int64, window time.Duration, opts ...Option) (*SlidingWindow, error) {
 	c, err := newConfig("sliding", db, limit, window, opts)
