@@ -72,12 +72,13 @@ func info(a *app, path string, asJSON bool) (err error) {
 		return fileError(path, err)
 	}
 	var walBytes *int64
-	switch wi, err := os.Stat(path + "-wal"); {
+	// The -wal is beside the file a symbolic link names (walPath).
+	switch wi, err := os.Stat(walPath(path)); {
 	case err == nil:
 		n := wi.Size()
 		walBytes = &n
 	case !errors.Is(err, fs.ErrNotExist):
-		return fileError(path+"-wal", err)
+		return fileError(walPath(path), err)
 	}
 	db, err := openRead(path)
 	if err != nil {
