@@ -69,8 +69,8 @@ func dump(a *app, path, prefix string, all, full, asJSON bool) (err error) {
 		if asJSON {
 			return j.write(keyAsJSON(k))
 		}
-		t.row(text(k.Key), typeName(k.Value), keyTTL(k), cell(k.Value, full))
-		return nil
+		// A row that cannot be written ends the scan.
+		return t.row(text(k.Key), typeName(k.Value), keyTTL(k), cell(k.Value, full))
 	})
 	if err != nil {
 		return fileError(path, err)

@@ -62,8 +62,7 @@ func leases(a *app, path string, all, asJSON bool) (err error) {
 			}
 			return j.write(out)
 		}
-		t.row(text(l.Name), text(l.Owner), strconv.FormatInt(l.Token, 10), l.Status.String(), leaseTTL(l))
-		return nil
+		return t.row(text(l.Name), text(l.Owner), strconv.FormatInt(l.Token, 10), l.Status.String(), leaseTTL(l))
 	})
 	if err != nil {
 		return fileError(path, err)

@@ -26,11 +26,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9/logging"
@@ -41,11 +43,13 @@ func main() {
 	// statectl says what failed in one line of its own; the Redis client
 	// would also log each failed dial.
 	logging.Disable()
+	catchBrokenPipe()
 	a := &app{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: &lockedWriter{w: os.Stderr},
-		tty:    isTerminal(os.Stdout),
+		stdin:      os.Stdin,
+		stdout:     os.Stdout,
+		stderr:     &lockedWriter{w: os.Stderr},
+		tty:        isTerminal(os.Stdout),
+		brokenPipe: dieOfBrokenPipe,
 	}
 	os.Exit(a.main(os.Args[1:]))
 }
@@ -61,6 +65,9 @@ type app struct {
 	// with the URL as messages show it: a last guard, every message
 	// names a URL through shown already.
 	hide *strings.Replacer
+	// brokenPipe, if set, ends statectl when stdout was a closed pipe,
+	// once the command has closed its file (signals_unix.go).
+	brokenPipe func()
 }
 
 // main runs the command args name and returns the exit status.
@@ -68,10 +75,15 @@ func (a *app) main(args []string) int {
 	out := &stickyWriter{w: a.stdout}
 	a.stdout = out
 	err := a.dispatch(args)
+	if errors.Is(out.err, syscall.EPIPE) && a.brokenPipe != nil {
+		a.brokenPipe()
+	}
 	if out.err != nil {
 		// What the command printed is its answer: an answer that could
-		// not be written fails the command, whatever it did.
-		if err == nil {
+		// not be written fails the command, whatever it did. (A command
+		// that stopped at the failed write says so as it is, not as an
+		// error of its file.)
+		if err == nil || errors.Is(err, out.err) {
 			err = exit(exitError, "%s", out.err)
 		} else if code, _ := describe(err); code == exitNo {
 			err = exit(exitError, "%s", out.err)

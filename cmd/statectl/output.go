@@ -40,17 +40,19 @@ func newTable(w io.Writer, tty bool, header ...string) *table {
 	return t
 }
 
-// row prints one row.
-func (t *table) row(fields ...string) {
+// row prints one row, and returns the error of writing it (aligned rows
+// are written by flush).
+func (t *table) row(fields ...string) error {
 	if t.tw == nil {
-		fmt.Fprintln(t.w, strings.Join(fields, "\t"))
-		return
+		_, err := fmt.Fprintln(t.w, strings.Join(fields, "\t"))
+		return err
 	}
 	if t.header != nil {
 		fmt.Fprintln(t.tw, strings.Join(t.header, "\t"))
 		t.header = nil
 	}
 	fmt.Fprintln(t.tw, strings.Join(fields, "\t"))
+	return nil
 }
 
 // flush writes out the aligned rows.

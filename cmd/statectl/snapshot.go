@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/statekit/statekit/state"
 )
@@ -72,14 +73,14 @@ func openSnapshot(path string) (*state.DB, error) {
 	if hasLiveWAL(path) {
 		return nil, errNoSnapshot
 	}
-	dir, err := os.MkdirTemp("", "statectl-")
+	dir, err := makeCopyDir()
 	if err != nil {
 		return nil, &tmpError{path: path, size: copySize(path), err: err}
 	}
 	cp := filepath.Join(dir, filepath.Base(path))
 	db, err := copyAndOpen(path, cp)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeCopyDir(dir)
 		return nil, err
 	}
 	snapshots[db] = dir
@@ -234,6 +235,46 @@ func removeSnapshot(db *state.DB) {
 	if dir, ok := snapshots[db]; ok {
 		delete(snapshots, db)
 		delete(copies, db.Path())
+		removeCopyDir(dir)
+	}
+}
+
+// copyDirs holds every private directory made for a copy until it is
+// removed: a signal that ends statectl removes them first
+// (removeCopiesOnSignal).
+var (
+	copyDirsMu sync.Mutex
+	copyDirs   = map[string]bool{}
+)
+
+// makeCopyDir makes a private directory in $TMPDIR for a copy, and has the
+// signals that end statectl remove it.
+func makeCopyDir() (string, error) {
+	removeCopiesOnSignal()
+	copyDirsMu.Lock()
+	defer copyDirsMu.Unlock()
+	dir, err := os.MkdirTemp("", "statectl-")
+	if err == nil {
+		copyDirs[dir] = true
+	}
+	return dir, err
+}
+
+// removeCopyDir removes a directory makeCopyDir made.
+func removeCopyDir(dir string) {
+	copyDirsMu.Lock()
+	defer copyDirsMu.Unlock()
+	delete(copyDirs, dir)
+	os.RemoveAll(dir)
+}
+
+// removeAllCopyDirs removes every directory makeCopyDir made, for a signal
+// that ends statectl. It returns holding copyDirsMu, so that no copy is
+// made or removed after it: statectl is ending.
+func removeAllCopyDirs() {
+	copyDirsMu.Lock()
+	for dir := range copyDirs {
+		delete(copyDirs, dir)
 		os.RemoveAll(dir)
 	}
 }
