@@ -2,8 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/statekit/statekit/internal/backend"
@@ -80,9 +82,16 @@ func openWrite(path string, opts ...state.Option) (*state.DB, error) {
 	if err := writableFile(path); err != nil {
 		return nil, err
 	}
+	_, statErr := os.Lstat(path)
+	missing := errors.Is(statErr, fs.ErrNotExist)
 	db, err := state.Open(path, append([]state.Option{state.WithoutBackground()}, opts...)...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, exit(exitError, "%s: cannot create it: no such directory", shown(path))
+	}
+	if missing && errors.Is(err, fs.ErrPermission) && !errors.Is(err, state.ErrReadOnly) {
+		// The directory's permission, not a file's: there is none.
+		return nil, &exitErr{code: exitError, cause: err,
+			msg: fmt.Sprintf("%s: cannot create it in %s: permission denied", shown(path), filepath.Dir(path))}
 	}
 	if errors.Is(err, state.ErrBusy) {
 		// SQLite's own words at the open: "database is locked (5)".

@@ -89,3 +89,33 @@ func TestWritesInADirectoryItCannotWriteSayWhy(t *testing.T) {
 	assert.Contains(t, errOut, "access "+data+": permission denied")
 	assertNothingBeside(t, path, []string{"set"})
 }
+
+// TestCreateInADirectoryItCannotWriteSaysWhy: the file is missing and the
+// user may not create files in its directory. Every write command fails
+// saying it cannot create the file there, not a bare "permission denied"
+// of a file that does not exist, and creates nothing. As root the writer
+// runs as nobody; otherwise the directory is made read-only.
+func TestCreateInADirectoryItCannotWriteSaysWhy(t *testing.T) {
+	uid := -1
+	if os.Geteuid() == 0 {
+		uid = 65534
+	}
+	base := publicTempDir(t)
+	data := filepath.Join(base, "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	if uid < 0 {
+		require.NoError(t, os.Chmod(data, 0o555))
+		t.Cleanup(func() { os.Chmod(data, 0o755) })
+	}
+	path := filepath.Join(data, "app.state")
+	statectl := statectlCopy(t)
+
+	for _, args := range writeCommands {
+		_, errOut, code := runStatectl(t, statectl, t.TempDir(), uid, append([]string{args[0], path}, args[1:]...)...)
+		assert.Equal(t, 2, code, "%s: %s", args, errOut)
+		assert.Equal(t, "statectl: "+path+": cannot create it in "+data+": permission denied\n", errOut, "%s", args)
+		_, err := os.Lstat(path)
+		assert.ErrorIs(t, err, os.ErrNotExist, "%s created the file", args)
+		assertNothingBeside(t, path, args)
+	}
+}
