@@ -201,7 +201,10 @@
 // wraps the context's error (errors.Is(err, context.DeadlineExceeded)),
 // and ErrOutcomeUnknown too when a write was in flight: every verb returns
 // by the context's deadline. A key of another Redis type under the
-// prefix is state.ErrCorrupt.
+// prefix is state.ErrCorrupt. Close does not wait for verbs in flight on
+// other goroutines, as a file's Close does: it closes their connections,
+// so a write whose command was sent gets state.ErrOutcomeUnknown (wrapping
+// state.ErrClosed too), and a verb that sent nothing gets state.ErrClosed.
 //
 // # What differs from a file
 //

@@ -25,9 +25,10 @@ const (
 // fail turns a go-redis error into one wrapping this statekit's sentinels:
 // ErrUnavailable when the command was not applied (the server could not be
 // reached, refused the credentials, is loading or read-only), ErrOutcomeUnknown
-// when the connection failed after a command that writes was sent, the
-// context's error when the caller's context ended, ErrCorrupt when a key
-// holds a Redis type statekit never writes. The address is named; the
+// when the connection failed after a command that writes was sent (Close
+// cutting it too: ErrClosed as well), the context's error when the
+// caller's context ended, ErrCorrupt when a key holds a Redis type
+// statekit never writes. The address is named; the
 // password never is.
 func (s *store) fail(ctx context.Context, err error, eff effect) error {
 	if err == nil {
@@ -37,6 +38,13 @@ func (s *store) fail(ctx context.Context, err error, eff effect) error {
 		return fmt.Errorf("statekit: unexpected nil reply from redis at %s", s.cfg.addr)
 	}
 	if errors.Is(err, redis.ErrClosed) || s.closed.Load() {
+		if eff == writes && isNetError(err) && !notSent(err) {
+			// Close does not wait for verbs in flight: it cut the
+			// connection under this one after its command was sent,
+			// which the server may have run.
+			return fmt.Errorf("%w: %w: the store was closed while the command was in flight, so it may or may not have been applied (redis at %s: %v)",
+				state.ErrOutcomeUnknown, state.ErrClosed, s.cfg.addr, err)
+		}
 		return state.ErrClosed
 	}
 	var rerr redis.Error
