@@ -209,6 +209,14 @@ func remoteTrouble(err error) bool {
 func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
 	var fnErr error // fn's own error, returned as it is
 	var last *Tx    // the latest attempt's: the one that committed, if any did
+	committed := false
+	defer func() {
+		// Deferred, so that a callback that left by a panic or
+		// runtime.Goexit puts the caller's *Lease back too, as on a file.
+		if !committed && last != nil {
+			last.rolledBack() // not committed, or not known to be: as it was
+		}
+	}()
 	_, err := viaRemote(db, func(r remote) (struct{}, error) {
 		return struct{}{}, r.Update(ctx, func(t any) error {
 			rt, ok := t.(remoteTx)
@@ -228,9 +236,7 @@ func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
 			return tx.broken
 		})
 	})
-	if err != nil && last != nil {
-		last.rolledBack() // not committed, or not known to be: as it was
-	}
+	committed = err == nil
 	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
 		return err // the callback's error, or a verb's inside it, named already
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,6 +256,47 @@ var txCases = []verbCase{
 		assert.Equal(t, "int:2", e.get("a"), "the store still works after a panic")
 		require.NoError(t, e.db.Update(e.ctx, func(tx *state.Tx) error { return tx.Set("b", 3) }))
 		assert.Equal(t, "int:3", e.get("b"), "and so does Update")
+	}},
+
+	// A callback that leaves by a panic or runtime.Goexit (a require
+	// inside it) after a Renew or a Release commits nothing, so the
+	// caller's *Lease must be as it was, as when it returns an error: a
+	// holder that recovers must not believe its lease lasts an hour it
+	// was never given, or that it released a lease it still holds.
+	{"update/callback-leaving-puts-the-lease-back", func(t *testing.T, e *env) {
+		l := e.lease("job", "me", time.Minute)
+		held := *l
+		for _, leave := range []string{"panic after renew", "goexit after renew", "panic after release", "goexit after release"} {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = recover() }()
+				_ = e.db.Update(e.ctx, func(tx *state.Tx) error {
+					if err := tx.Set("k", leave); err != nil {
+						return err
+					}
+					var err error
+					if strings.HasSuffix(leave, "renew") {
+						err = tx.Renew(l, time.Hour)
+					} else {
+						err = tx.Release(l)
+					}
+					if err != nil {
+						return err
+					}
+					if strings.HasPrefix(leave, "panic") {
+						panic(leave)
+					}
+					runtime.Goexit()
+					return nil
+				})
+			}()
+			wg.Wait()
+			assert.Equal(t, "<absent>", e.get("k"), "%s: nothing written", leave)
+			assert.Equal(t, held, *l, "%s: the caller's lease as it was", leave)
+		}
+		require.NoError(t, e.db.Renew(e.ctx, l, time.Minute), "the store and the lease agree: still held")
 	}},
 
 	{"update/verb-error-does-not-abort-unless-returned", func(t *testing.T, e *env) {
