@@ -85,6 +85,14 @@
 // field or a token under 1, and keys of another Redis type under the
 // store's prefix.
 //
+// A value another client wrote under the prefix without a tag (with prefix
+// app:, redis-cli SET app:k:hits 12) is not read as an integer or as
+// bytes: Get, Incr, Scan and a transaction's read of it return
+// state.ErrCorrupt naming the key, IncrBuffered's Flush drops its delta with
+// ErrCorrupt, and CAS finds it equal to no expected value; Set, Del and
+// Expire replace, delete or time it as any key. Unlike a file's, such an
+// ErrCorrupt does not end the handle: the other keys go on.
+//
 // # Atomicity and time
 //
 // Every verb on one key (Set, IncrBy, CAS, Expire, TTL, Lease, Renew,

@@ -74,6 +74,25 @@ func TestScanStatsCheck(t *testing.T) {
 	assert.ErrorIs(t, err, state.ErrCorrupt, "a damaged lease hash is never granted from token 1 again")
 	err = db.Leases(ctx, true, func(state.LeaseInfo) error { return nil })
 	assert.ErrorIs(t, err, state.ErrCorrupt)
+
+	// An untagged value is no integer and equals nothing, and is left as
+	// it was; the handle goes on, and Set replaces it.
+	raw := rawClient(t, srv)
+	_, err = db.Incr(ctx, "untagged")
+	assert.ErrorIs(t, err, state.ErrCorrupt)
+	require.NoError(t, db.IncrBuffered("untagged", 1))
+	assert.ErrorIs(t, db.Flush(ctx), state.ErrCorrupt)
+	for _, exp := range []any{7, "7", nil} {
+		ok, err := db.CAS(ctx, "untagged", exp, 1)
+		require.NoError(t, err)
+		assert.False(t, ok, "CAS expecting %#v", exp)
+	}
+	assert.Equal(t, "7", raw.Get(ctx, "t:k:untagged").Val(), "left as it was")
+	require.NoError(t, db.Set(ctx, "untagged", 8))
+	v, err := db.Get(ctx, "untagged")
+	require.NoError(t, err)
+	got, isInt := v.Int()
+	assert.True(t, isInt && got == 8, "Set replaced it: %v", v)
 }
 
 func TestFlushBuffered(t *testing.T) {
