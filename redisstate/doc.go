@@ -209,10 +209,11 @@
 // wraps the context's error (errors.Is(err, context.DeadlineExceeded)),
 // and ErrOutcomeUnknown too when a write was in flight: every verb returns
 // by the context's deadline. A key of another Redis type under the
-// prefix is state.ErrCorrupt. Close does not wait for verbs in flight on
-// other goroutines, as a file's Close does: it closes their connections,
-// so a write whose command was sent gets state.ErrOutcomeUnknown (wrapping
-// state.ErrClosed too), and a verb that sent nothing gets state.ErrClosed.
+// prefix is state.ErrCorrupt. Close waits for the verbs in flight on
+// other goroutines, as a file's Close does, so a write already sent gets
+// its answer; a verb that starts once Close has begun gets
+// state.ErrClosed. It does not wait for a Scan or Leases, whose callback
+// may call Close.
 //
 // # What differs from a file
 //

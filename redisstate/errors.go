@@ -39,9 +39,10 @@ func (s *store) fail(ctx context.Context, err error, eff effect) error {
 	}
 	if errors.Is(err, redis.ErrClosed) || s.closed.Load() {
 		if eff == writes && isNetError(err) && !notSent(err) {
-			// Close does not wait for verbs in flight: it cut the
-			// connection under this one after its command was sent,
-			// which the server may have run.
+			// The client was closed under this write after its
+			// command was sent, which the server may have run. A
+			// handle's Close waits for its verbs in flight, so this is
+			// a last guard: it must never read as "never sent".
 			return fmt.Errorf("%w: %w: the store was closed while the command was in flight, so it may or may not have been applied (redis at %s: %v)",
 				state.ErrOutcomeUnknown, state.ErrClosed, s.cfg.addr, err)
 		}

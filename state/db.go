@@ -68,8 +68,8 @@ type DB struct {
 
 	// remote is the store behind a handle opened from a URL (remote.go);
 	// nil for a file, whose fields above it then leaves unused.
-	remote  remote
-	rclosed atomic.Bool // Close was called on a remote handle
+	remote remote
+	rcalls remoteCalls // a remote handle's calls in flight, which Close waits for
 }
 
 // Open opens the statekit file at path, creating it (mode 0600) if it does

@@ -161,12 +161,13 @@ func (c config) remoteOptions() error {
 }
 
 // viaRemote runs one verb on the handle's remote store, or returns
-// ErrClosed after Close.
+// ErrClosed once Close has begun; Close waits for it (remoteCalls).
 func viaRemote[T any](db *DB, call func(remote) (T, error)) (T, error) {
-	if db.rclosed.Load() {
+	if !db.rcalls.enter() {
 		var zero T
 		return zero, ErrClosed
 	}
+	defer db.rcalls.leave()
 	return call(db.remote)
 }
 
@@ -181,7 +182,13 @@ func (db *DB) remoteList(verb, subject string, call func(r remote, keep func(err
 		}
 		return err
 	}
-	_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, call(r, keep) })
+	// Not counted in as a verb: Close does not wait for a listing, whose
+	// callback may call Close, as it may on a file. A listing Close
+	// overtakes ends with ErrClosed; it wrote nothing.
+	err := ErrClosed
+	if !db.rcalls.begun() {
+		err = call(db.remote, keep)
+	}
 	if fnErr != nil && errors.Is(err, fnErr) {
 		return fnErr
 	}
@@ -265,13 +272,14 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 	return &FlushError{Dropped: dropped}
 }
 
-// closeRemote is Close on a remote store: the last flush, then the client.
+// closeRemote is Close on a remote store: the last flush, then, once the
+// calls in flight have their answers, the client.
 func (db *DB) closeRemote() error {
 	db.bg.stop(db)
-	d, lostErr, flushErr, open := db.lastFlush() // before rclosed, which refuses it
+	d, lostErr, flushErr, open := db.lastFlush() // before rcalls.close, which refuses it
 	if !open {
 		return db.named("close", "", ErrClosed)
 	}
-	db.rclosed.Store(true)
+	db.rcalls.close()
 	return db.closeError(d, nil, lostErr, flushErr, nil, db.remote.Close())
 }

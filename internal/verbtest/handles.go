@@ -46,6 +46,32 @@ var handleCases = []verbCase{
 		}
 	}},
 
+	{"handles/close-inside-a-scan-callback", func(t *testing.T, e *env) {
+		// Scan calls its callback outside the handle's lock, so the
+		// callback may call the DB's methods, Close too: Close does not
+		// wait for the Scan that called it (on a server it waits for the
+		// verbs in flight, not for a listing).
+		for _, k := range []string{"a", "b", "c"} {
+			e.set(k, 1)
+		}
+		var seen []string
+		var closeErr error
+		err := e.db.Scan(e.ctx, "", false, func(k state.KeyInfo) error {
+			seen = append(seen, k.Key)
+			if len(seen) == 1 {
+				closeErr = e.db.Close()
+			}
+			return nil
+		})
+		require.NoError(t, closeErr, "Close from inside the callback")
+		t.Logf("Scan after its callback closed the handle: %v, keys %v", err, seen)
+		if err != nil {
+			assert.ErrorIs(t, err, state.ErrClosed, "a Scan the handle's Close overtook")
+		}
+		_, err = e.db.Get(e.ctx, "a")
+		assert.ErrorIs(t, err, state.ErrClosed, "a verb after the Close")
+	}},
+
 	{"handles/share-keys-and-leases", func(t *testing.T, e *env) {
 		b := e.other()
 		e.set("k", "from a", state.TTL(time.Hour))
