@@ -58,6 +58,34 @@ func TestRestartWithWallBehindResumesFromMark(t *testing.T) {
 		left := restartBehind(t, f)
 		assert.LessOrEqual(t, left, 5*time.Second, "time never goes back across a restart")
 		assert.GreaterOrEqual(t, left, 5*time.Second-500*time.Millisecond, "and resumes at most the mark's lead later")
+		assert.Equal(t, 5*time.Second, left, "after a clean close, exactly where it stopped")
+	})
+	// A crash leaves the handle's mark up to the lead (500 ms) ahead of the
+	// time it used: the next process resumes there, never earlier.
+	t.Run("after a crash", func(t *testing.T) {
+		ctx := context.Background()
+		m := faults.NewMemFS(1)
+		clock := newClock()
+		open := func(pid int) *state.DB {
+			db, err := state.Open("/sim/behind.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+			require.NoError(t, err)
+			return db
+		}
+		db := open(1)
+		require.NoError(t, db.Set(ctx, "k", "v", state.TTL(10*time.Second)))
+		clock.Advance(5 * time.Second)
+		_, err := db.Get(ctx, "k")
+		require.NoError(t, err)
+		m.Crash(1)
+		_ = db.Close() // fails: the process is dead, its mark stays
+		clock = clock.Restart()
+		clock.StepWall(-time.Hour)
+		db = open(2)
+		defer db.Close()
+		left, err := db.TTL(ctx, "k")
+		require.NoError(t, err)
+		assert.LessOrEqual(t, left, 5*time.Second, "time never goes back across a crash")
+		assert.GreaterOrEqual(t, left, 5*time.Second-500*time.Millisecond, "and resumes at most the mark's lead later")
 	})
 }
 
