@@ -110,6 +110,17 @@ func TestRelease(t *testing.T) {
 		l3, err := f.db.Lease(f.ctx, "job", "b", time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), l3.Token)
+
+		// Superseded: a newer grant, to the same owner too, is not ended by
+		// the older lease's Release.
+		f.clock.Advance(time.Second)
+		l4, err := f.db.Lease(f.ctx, "job", "b", time.Second)
+		require.NoError(t, err)
+		require.Equal(t, int64(4), l4.Token)
+		assert.ErrorIs(t, f.db.Release(f.ctx, l3), state.ErrLeaseLost, "release of a superseded lease")
+		_, err = f.db.Lease(f.ctx, "job", "c", time.Second)
+		assert.ErrorIs(t, err, state.ErrLeaseHeld, "the newer lease is still held")
+		require.NoError(t, f.db.Release(f.ctx, l4))
 	})
 }
 
