@@ -70,12 +70,16 @@ func TestTTLAnswers(t *testing.T) {
 // TestKeyExpiringDuringATransactionIsLiveToEveryVerb: every verb of an
 // Update runs at the transaction's time (Tx.Now), so a key whose deadline
 // passes while the callback runs is live to each verb in it, read or
-// write, and gone to the first verb after it.
+// write, and gone to the first verb after it; so is a lease's.
 func TestKeyExpiringDuringATransactionIsLiveToEveryVerb(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)
 		require.NoError(t, f.db.Set(f.ctx, "k", 1, state.TTL(10*time.Millisecond)))
 		require.NoError(t, f.db.Set(f.ctx, "gone", 1, state.TTL(10*time.Millisecond)))
+		held, err := f.db.Lease(f.ctx, "job", "a", 10*time.Millisecond)
+		require.NoError(t, err)
+		released, err := f.db.Lease(f.ctx, "other", "a", 10*time.Millisecond)
+		require.NoError(t, err)
 		require.NoError(t, f.db.Update(f.ctx, func(tx *state.Tx) error {
 			v, err := tx.Get("k")
 			require.NoError(t, err)
@@ -99,12 +103,20 @@ func TestKeyExpiringDuringATransactionIsLiveToEveryVerb(t *testing.T) {
 			deleted, err := tx.Del("gone")
 			require.NoError(t, err)
 			assert.Equal(t, 1, deleted, "a live key counts as deleted")
+			_, err = tx.Lease("job", "b", time.Second)
+			assert.ErrorIs(t, err, state.ErrLeaseHeld, "a live lease is held against another owner")
+			again, err := tx.Lease("job", "a", 10*time.Millisecond)
+			require.NoError(t, err)
+			assert.Equal(t, held.Token, again.Token, "its owner's retry is the same lease")
+			require.NoError(t, tx.Renew(held, 15*time.Millisecond), "a live lease renews")
+			require.NoError(t, tx.Release(released), "a live lease releases")
 			return nil
 		}))
 		// After it, the engine's time is 20 ms on: the new deadline (15 ms
 		// from the transaction's time) has passed too.
 		assert.Equal(t, "<absent>", f.get("k"))
-		_, err := f.db.TTL(f.ctx, "k")
+		_, err = f.db.TTL(f.ctx, "k")
 		assert.ErrorIs(t, err, state.ErrNotFound)
+		assert.ErrorIs(t, f.db.Renew(f.ctx, held, time.Second), state.ErrLeaseLost, "and so has the renewed lease's")
 	})
 }
