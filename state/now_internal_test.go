@@ -38,8 +38,9 @@ func TestNowDoesNotWaitForTheLock(t *testing.T) {
 }
 
 // TestNowBesideVerbs runs Now beside verbs (for -race): each goroutine's
-// times never go back, and a verb that returned ran at a time no later than
-// a Now read after it.
+// times never go back, a verb that returned ran at a time no later than a
+// Now read after it, and a verb called after a Now returned runs at a time
+// no earlier than it.
 func TestNowBesideVerbs(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "n.state"), WithoutBackground())
 	require.NoError(t, err)
@@ -57,6 +58,7 @@ func TestNowBesideVerbs(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
+				assert.GreaterOrEqual(t, ran, prev, "a verb called after Now returned ran before it")
 				now := db.Now().UnixMilli()
 				assert.GreaterOrEqual(t, now, ran, "Now behind the time a verb that returned ran at")
 				assert.GreaterOrEqual(t, now, prev, "Now went back")
