@@ -142,6 +142,22 @@ func TestTTLRoundsUpToMilliseconds(t *testing.T) {
 	})
 }
 
+// TestTTLCountsTheEnginesWholeMilliseconds: the engine's time counts whole
+// milliseconds of the monotonic clock, so a key written late in one (0.999
+// ms in) lives its TTL less that fraction: live 9 ms after it was written
+// with a 10 ms TTL, gone 9.001 ms after, never later than 10 ms after.
+func TestTTLCountsTheEnginesWholeMilliseconds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := newFixture(t, b)
+		f.clock.Advance(999 * time.Microsecond)
+		require.NoError(t, f.db.Set(f.ctx, "k", "v", state.TTL(10*time.Millisecond)))
+		f.clock.Advance(9 * time.Millisecond)
+		assert.Equal(t, "bytes:v", f.get("k"), "live its TTL less one millisecond after it was written")
+		f.clock.Advance(time.Microsecond)
+		assert.Equal(t, "<absent>", f.get("k"), "gone at the engine's millisecond of its deadline")
+	})
+}
+
 func TestDel(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := newFixture(t, b)

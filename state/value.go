@@ -161,7 +161,9 @@ func checkOwner(o string) error {
 }
 
 // ttlMillis converts a positive TTL to whole milliseconds, rounding up so a
-// key lives at least as long as asked.
+// key lives at least as long as asked in the engine's time. That time counts
+// whole milliseconds, so by the monotonic clock a key written late in one
+// lives up to 1 ms less.
 func ttlMillis(d time.Duration) (int64, error) {
 	if d <= 0 {
 		return 0, fmt.Errorf("%w: %v is not positive", ErrInvalidTTL, d)
