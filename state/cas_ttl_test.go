@@ -44,6 +44,12 @@ func TestCASWithTTL(t *testing.T) {
 		assert.Equal(t, 5*time.Second, ttl(), "a swap with TTL sets the new deadline")
 		assert.Equal(t, "int:7", f.get("k"))
 
+		ok, err = f.db.CAS(f.ctx, "k", 8, 9, state.TTL(time.Minute))
+		require.NoError(t, err)
+		assert.False(t, ok, "a live value that differs is not swapped")
+		assert.Equal(t, "int:7", f.get("k"))
+		assert.Equal(t, 5*time.Second, ttl(), "a swap with TTL that did not match changes no deadline")
+
 		f.clock.Advance(5 * time.Second)
 		assert.Equal(t, "<absent>", f.get("k"), "the deadline holds")
 		ok, err = f.db.CAS(f.ctx, "k", nil, "back", state.TTL(time.Second))
