@@ -14,29 +14,30 @@ func queued(a access) *pending {
 }
 
 // TestQueueSweepBatchGetsOneTurnInSeventeen: beside a writer that always
-// has a verb queued, a sweep batch at the head of the queue lets
-// sweepPasses groups go before it, then runs alone; the caller appointed
-// to lead meanwhile is the verb's, and a lone batch whose turn has not
-// come is appointed to nobody (its caller polls the lock).
+// has a verb queued, a sweep batch at the head of the queue lets 16 groups
+// (sweepPasses) go before it, then runs alone; the caller appointed to
+// lead meanwhile is the verb's, and a lone batch whose turn has not come
+// is appointed to nobody (its caller polls the lock).
 func TestQueueSweepBatchGetsOneTurnInSeventeen(t *testing.T) {
+	const passes = 16 // the documented turn: one in 17
 	var q queue
 	batch := queued(sweeping)
 	q.push(batch)
 	assert.Nil(t, q.next(), "a lone batch that no group passed yet was appointed to lead")
-	for i := range sweepPasses {
+	for i := range passes {
 		verb := queued(grouped)
 		q.push(verb)
 		assert.Same(t, verb, q.next(), "pass %d: the verb behind the batch is not the one to lead", i)
 		assert.Equal(t, []*pending{verb}, q.take(verb), "pass %d: the verb did not go before the batch", i)
-		if i < sweepPasses-1 {
+		if i < passes-1 {
 			assert.Nil(t, q.next(), "pass %d: the lone batch was appointed before its turn", i)
 		}
 	}
-	assert.Same(t, batch, q.next(), "after %d passes the batch's caller is not the one to lead", sweepPasses)
+	assert.Same(t, batch, q.next(), "after %d passes the batch's caller is not the one to lead", passes)
 	verb := queued(grouped)
 	q.push(verb)
 	assert.Same(t, batch, q.next())
-	assert.Equal(t, []*pending{batch}, q.take(verb), "after %d passes the batch did not run before the verb behind it", sweepPasses)
+	assert.Equal(t, []*pending{batch}, q.take(verb), "after %d passes the batch did not run before the verb behind it", passes)
 	assert.Equal(t, []*pending{verb}, q.take(verb))
 	assert.False(t, q.waiting())
 }

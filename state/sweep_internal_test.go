@@ -187,6 +187,9 @@ func TestSweepTransactionBounds(t *testing.T) {
 		require.Len(t, sizes, 2)
 		assert.GreaterOrEqual(t, sizes[0], sweepTxnRows)
 		assert.Less(t, sizes[0], sweepTxnRows+sweepBatchRows, "at most one step past the bound")
+		// The numbers the docs give: 16,384 rows, steps of at most 1,024.
+		assert.GreaterOrEqual(t, sizes[0], 16384, "the documented bound")
+		assert.Less(t, sizes[0], 16384+1024, "at most one documented step past it")
 	})
 	t.Run("time", func(t *testing.T) {
 		base := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -204,6 +207,8 @@ func TestSweepTransactionBounds(t *testing.T) {
 		steps := int(sweepTxnTime/(3*clock.tick)) + 1
 		assert.Less(t, sizes[0], sweepTxnRows)
 		assert.LessOrEqual(t, sizes[0], steps*inlineSweepRows)
+		// The documented 2 ms: as many steps as 2 ms of the clock holds.
+		assert.LessOrEqual(t, sizes[0], (int(2*time.Millisecond/(3*clock.tick))+1)*inlineSweepRows, "the documented 2 ms")
 		assert.Greater(t, sizes[0], inlineSweepRows, "more than one step while nobody waits")
 	})
 }
@@ -214,4 +219,7 @@ func TestSweepPause(t *testing.T) {
 	assert.Equal(t, time.Second, sweepPause(time.Second, 0))
 	assert.Equal(t, time.Second, sweepPause(time.Second, sweepBusyRows-1))
 	assert.Equal(t, 100*time.Millisecond, sweepPause(time.Second, sweepBusyRows))
+	// The numbers the docs give: 256 rows or more, a tenth of the interval.
+	assert.Equal(t, time.Second, sweepPause(time.Second, 255))
+	assert.Equal(t, 100*time.Millisecond, sweepPause(time.Second, 256))
 }
