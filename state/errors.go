@@ -176,14 +176,25 @@ const (
 )
 
 // classify turns a driver error into one that wraps the right sentinel.
-// It returns nil for nil.
+// It returns nil for nil. Once ctx has ended it returns ctx's error (the
+// busy handler stops waiting then, busy.go), except for what the statement
+// itself met, which a statement run to its end meets whatever its context
+// does (driverstmt.go): an I/O error or corruption (the outcome is unknown
+// and the handle must end) and a full disk (the refused write must be cut
+// back: walfull.go).
 func classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	err = classifyCause(err)
+	if ctxErr := ctx.Err(); ctxErr != nil && !fatal(err) && !errors.Is(err, ErrDiskFull) {
 		return fmt.Errorf("statekit: %w", ctxErr)
 	}
+	return err
+}
+
+// classifyCause is classify for a verb whose context has not ended.
+func classifyCause(err error) error {
 	if classified(err) {
 		return err
 	}
