@@ -431,13 +431,60 @@ func (db *DB) runOne(ops []*pending) {
 		return
 	}
 	// The group's own waits (the high-water mark's write, BEGIN) end no
-	// later than the earliest deadline among its callers; the mark's write
-	// is not cut short by one caller's cancellation, which would fail the
-	// others.
+	// later than the earliest deadline among its callers (groupWait).
 	// Their waits for another connection's lock end with the budget of
 	// the verb that waited longest in the queue (busy.go).
 	taken := db.cfg.clock.Monotonic()
-	gctx, waited := ops[0].ctx, time.Duration(0)
+	gctx, waited := groupWait(ops, taken)
+	db.setWait(gctx, waited)
+	now := db.time.nowMillis()
+	for _, o := range ops {
+		db.claimed(o.ctx, now)
+	}
+	for {
+		err := db.advanceHWM(context.WithoutCancel(gctx), now)
+		if err == nil {
+			break
+		}
+		err = db.note(err)
+		if gctx.Err() == nil || !errors.Is(err, ErrBusy) {
+			for _, o := range ops {
+				o.finish(err)
+			}
+			return
+		}
+		// The context of one caller ended the mark's wait for another
+		// connection's lock, not the budget: each caller whose context
+		// ended gets its error (nothing was written), and the others wait
+		// on within their budgets, what the mark's wait slept counted.
+		slept := db.wait.slept
+		ops = slices.DeleteFunc(ops, func(o *pending) bool {
+			if err := o.ctx.Err(); err != nil {
+				o.finish(fmt.Errorf("statekit: %w", err))
+				return true
+			}
+			return false
+		})
+		if len(ops) == 0 {
+			return
+		}
+		gctx, waited = groupWait(ops, taken)
+		db.setWait(gctx, waited+slept)
+	}
+	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
+		return
+	}
+	for _, o := range ops {
+		o.finish(db.runAlone(o, now))
+	}
+}
+
+// groupWait sets each op's wait in the queue, taken being when the group
+// was taken, and returns the context the group's own waits end with (the
+// first op's, or the one among the others with the earliest deadline) and
+// the longest wait in the queue.
+func groupWait(ops []*pending, taken time.Duration) (gctx context.Context, waited time.Duration) {
+	gctx = ops[0].ctx
 	for i, o := range ops {
 		o.waited = taken - o.start
 		waited = max(waited, o.waited)
@@ -450,24 +497,7 @@ func (db *DB) runOne(ops []*pending) {
 			}
 		}
 	}
-	db.setWait(gctx, waited)
-	now := db.time.nowMillis()
-	for _, o := range ops {
-		db.claimed(o.ctx, now)
-	}
-	if err := db.advanceHWM(context.WithoutCancel(gctx), now); err != nil {
-		err = db.note(err)
-		for _, o := range ops {
-			o.finish(err)
-		}
-		return
-	}
-	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
-		return
-	}
-	for _, o := range ops {
-		o.finish(db.runAlone(o, now))
-	}
+	return gctx, waited
 }
 
 // runAlone runs one verb or sweep batch in autocommit, as do does. Callers
