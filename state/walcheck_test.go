@@ -73,25 +73,70 @@ func TestTruncatedWALIsNoticed(t *testing.T) {
 	}
 }
 
-// TestReplacedFilesAreNoticed: a -shm or database file replaced by another
-// program under an open handle is a finding of Check.
+// TestReplacedFilesAreNoticed: a -wal, -shm or database file replaced (by
+// one holding the same bytes) or deleted by another program under an open
+// handle is a finding of Check.
 func TestReplacedFilesAreNoticed(t *testing.T) {
-	for _, suffix := range []string{"-shm", ""} {
-		t.Run("file"+suffix, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "r.state")
-			db, err := state.Open(path, state.WithoutBackground())
-			require.NoError(t, err)
-			defer db.Close()
-			require.NoError(t, db.Set(t.Context(), "k", "v"))
-			victim := path + suffix
-			data, err := os.ReadFile(victim)
-			require.NoError(t, err)
-			require.NoError(t, os.Rename(victim, victim+".old"))
-			require.NoError(t, os.WriteFile(victim, data, 0o600)) // the same bytes, another file
-			findings, err := db.Check(t.Context())
-			require.NoError(t, err)
-			require.NotEmpty(t, findings)
-			assert.Contains(t, findings[0], victim+" is no longer the file opened")
-		})
+	for _, suffix := range []string{"-wal", "-shm", ""} {
+		for _, deleted := range []bool{false, true} {
+			t.Run(map[bool]string{false: "replaced", true: "deleted"}[deleted]+"/file"+suffix, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "r.state")
+				db, err := state.Open(path, state.WithoutBackground())
+				require.NoError(t, err)
+				defer db.Close()
+				require.NoError(t, db.Set(t.Context(), "k", "v"))
+				victim := path + suffix
+				data, err := os.ReadFile(victim)
+				require.NoError(t, err)
+				require.NotEmpty(t, data)
+				require.NoError(t, os.Rename(victim, victim+".old"))
+				want := victim + " was deleted while the file was open"
+				if !deleted {
+					require.NoError(t, os.WriteFile(victim, data, 0o600)) // the same bytes, another file
+					want = victim + " is no longer the file opened"
+				}
+				findings, err := db.Check(t.Context())
+				require.NoError(t, err)
+				require.NotEmpty(t, findings)
+				assert.Contains(t, findings[0], want)
+			})
+		}
 	}
+}
+
+// TestOverwrittenWALIsNoticed: another program overwrites the -wal file's
+// header in place (its length unchanged) while a handle has it open: Check
+// says the header does not match the index, and the handle ends with
+// ErrCorrupt at its next mark write.
+func TestOverwrittenWALIsNoticed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.state")
+	clock := newClock()
+	db, err := state.Open(path, state.WithClock(clock), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	for i := range 20 {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%d", i), i))
+	}
+	wal, err := os.OpenFile(path+"-wal", os.O_RDWR, 0)
+	require.NoError(t, err)
+	salts := make([]byte, 8)
+	_, err = wal.ReadAt(salts, 16) // the WAL header's salts
+	require.NoError(t, err)
+	for i := range salts {
+		salts[i] ^= 0xff
+	}
+	_, err = wal.WriteAt(salts, 16) // another program
+	require.NoError(t, err)
+	require.NoError(t, wal.Close())
+
+	findings, err := db.Check(ctx)
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Contains(t, findings[0], "the header of "+path+"-wal does not match its index")
+
+	clock.Advance(time.Second) // the mark is due
+	err = db.Set(ctx, "more", 1)
+	require.ErrorIs(t, err, state.ErrCorrupt)
+	assert.True(t, strings.HasPrefix(err.Error(), path+`: set "more": `), err.Error())
 }
