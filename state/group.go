@@ -447,7 +447,7 @@ func (db *DB) runOne(ops []*pending) {
 			break
 		}
 		err = db.note(err)
-		if gctx.Err() == nil || !errors.Is(err, ErrBusy) {
+		if gctx.Err() == nil || !errors.Is(err, ErrBusy) || db.failed != nil {
 			for _, o := range ops {
 				o.finish(err)
 			}
