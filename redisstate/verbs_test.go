@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestTypedValuesAndEncoding: integer 7 and bytes "7" stay apart, and what
+// redis-cli sees is the encoding the package doc gives, byte for byte.
 func TestTypedValuesAndEncoding(t *testing.T) {
 	db, srv := openDB(t)
 	ctx := ctxT(t)
@@ -43,6 +45,32 @@ func TestTypedValuesAndEncoding(t *testing.T) {
 	assert.Equal(t, ":3", redisCmd(t, srv, "STRLEN", "t:k:str"))   // "b:7"
 	assert.Equal(t, ":2", redisCmd(t, srv, "STRLEN", "t:k:empty")) // "b:"
 	assert.Equal(t, ":1", redisCmd(t, srv, "EXISTS", "t:k:int"))
+	// The documented encoding, byte for byte: prefix + "k:" + key, holding
+	// "i:" + decimal or "b:" + the raw bytes, as a verb and a script
+	// (Incr) write them; a lease is the hash prefix + "lease:" + name
+	// with owner, token and expires (ms, the server's; 0 once released).
+	require.NoError(t, db.Set(ctx, "neg", -42))
+	_, err = db.Incr(ctx, "counted", state.TTL(time.Hour))
+	require.NoError(t, err)
+	raw := rawClient(t, srv)
+	for key, want := range map[string]string{
+		"t:k:int": "i:7", "t:k:str": "b:7", "t:k:bin": "b:\x00\x01\xff", "t:k:empty": "b:",
+		"t:k:neg": "i:-42", "t:k:counted": "i:1",
+	} {
+		got, err := raw.Get(ctx, key).Result()
+		require.NoError(t, err, key)
+		assert.Equal(t, want, got, key)
+	}
+	l, err := db.Lease(ctx, "job", "worker-1", time.Hour)
+	require.NoError(t, err)
+	fields, err := raw.HGetAll(ctx, "t:lease:job").Result()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"owner": "worker-1", "token": "1",
+		"expires": strconv.FormatInt(l.Expires.UnixMilli(), 10)}, fields, "a held lease's hash")
+	require.NoError(t, db.Release(ctx, l))
+	fields, err = raw.HGetAll(ctx, "t:lease:job").Result()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"owner": "worker-1", "token": "1", "expires": "0"}, fields, "a released lease's hash")
 
 	_, err = db.Get(ctx, "missing")
 	assert.ErrorIs(t, err, state.ErrNotFound)
