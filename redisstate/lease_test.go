@@ -128,6 +128,12 @@ func TestLeaseDurabilityUnverifiable(t *testing.T) {
 	_, err := db.Lease(ctx, "x", "a", time.Minute)
 	require.ErrorIs(t, err, state.ErrNotDurable)
 	assert.Contains(t, err.Error(), "cannot be verified")
+	assert.Contains(t, err.Error(), "allow_unsafe_leases=true")
+
+	unsafe := openURL(t, srv.URL("t:")+"&allow_unsafe_leases=true")
+	l, err := unsafe.Lease(ctx, "x", "a", time.Minute)
+	require.NoError(t, err, "the URL opted out: settings it cannot read are not asked for")
+	assert.EqualValues(t, 1, l.Token)
 }
 
 func TestLeaseWaitsForReplicas(t *testing.T) {
