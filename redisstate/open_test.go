@@ -142,12 +142,19 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	})
 }
 
+// TestContextDeadlineOnHungServer: every verb, against a server paused
+// (SIGSTOP) before it is called, returns its context's deadline; a write
+// sent and not answered says its outcome is unknown.
 func TestContextDeadlineOnHungServer(t *testing.T) {
 	db, srv := openDB(t)
 	ctx := ctxT(t)
 	require.NoError(t, db.Set(ctx, "k", 1))
+	held, err := db.Lease(ctx, "job", "me", time.Minute)
+	require.NoError(t, err)
 	srv.Pause()
 	defer srv.Resume()
+	writes := map[string]bool{"incr": true, "set": true, "del": true, "cas": true, "expire": true,
+		"renew": true, "release": true, "flush": true}
 	for name, verb := range map[string]func(context.Context) error{
 		"get":   func(ctx context.Context) error { _, err := db.Get(ctx, "k"); return err },
 		"incr":  func(ctx context.Context) error { _, err := db.Incr(ctx, "k"); return err },
@@ -158,6 +165,28 @@ func TestContextDeadlineOnHungServer(t *testing.T) {
 		"scan": func(ctx context.Context) error {
 			return db.Scan(ctx, "", false, func(state.KeyInfo) error { return nil })
 		},
+		"set":     func(ctx context.Context) error { return db.Set(ctx, "k", 2) },
+		"del":     func(ctx context.Context) error { _, err := db.Del(ctx, "k", "j"); return err },
+		"cas":     func(ctx context.Context) error { _, err := db.CAS(ctx, "k", 1, 2); return err },
+		"expire":  func(ctx context.Context) error { _, err := db.Expire(ctx, "k", time.Hour); return err },
+		"ttl":     func(ctx context.Context) error { _, err := db.TTL(ctx, "k"); return err },
+		"renew":   func(ctx context.Context) error { return db.Renew(ctx, held, time.Minute) },
+		"release": func(ctx context.Context) error { return db.Release(ctx, held) },
+		"flush": func(ctx context.Context) error {
+			require.NoError(t, db.IncrBuffered("b", 1))
+			return db.Flush(ctx)
+		},
+		"update read": func(ctx context.Context) error {
+			return db.Update(ctx, func(tx *state.Tx) error { _, err := tx.Get("k"); return err })
+		},
+		"update now": func(ctx context.Context) error {
+			return db.Update(ctx, func(tx *state.Tx) error { _, err := tx.Now(); return err })
+		},
+		"leases": func(ctx context.Context) error {
+			return db.Leases(ctx, true, func(state.LeaseInfo) error { return nil })
+		},
+		"stats": func(ctx context.Context) error { _, err := db.Stats(ctx); return err },
+		"check": func(ctx context.Context) error { _, err := db.Check(ctx); return err },
 	} {
 		vctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		start := time.Now()
@@ -169,6 +198,9 @@ func TestContextDeadlineOnHungServer(t *testing.T) {
 		assert.Less(t, took, 2*time.Second, "%s returns by its deadline (+ scheduling)", name)
 		if name == "incr" {
 			assert.ErrorIs(t, err, state.ErrOutcomeUnknown, "an increment sent and not answered may have counted")
+		}
+		if writes[name] {
+			assert.ErrorIs(t, err, state.ErrOutcomeUnknown, "%s: a write sent and not answered may have been applied", name)
 		}
 	}
 }
