@@ -104,7 +104,8 @@ func WithPoll(d time.Duration) Option {
 // every goroutine and process sharing the file) takes a lease on the key and
 // runs fn; it writes fn's value with a deadline of ttl and returns it. The
 // others wait, looking at the file every few milliseconds (at least twice
-// per ttl, so that a short-lived value is seen), and return that value once
+// per ttl, so that a short-lived value is seen; once a millisecond, the
+// engine's unit, for a ttl under 2 ms), and return that value once
 // it is written; if the computing caller's lease lapses first
 // (it died, or fn outran the lease), one of them takes the lease over and
 // runs fn itself.

@@ -107,8 +107,10 @@ func TestEmptyValueIsAValue(t *testing.T) {
 }
 
 // TestWaitersLookTwicePerTTL holds a key's lease and has another caller
-// wait for it: each pause between its looks is at most half the ttl, so a
-// value that lives for ttl is seen before it expires.
+// wait for it: its pauses between looks start at 1 ms and double up to 50
+// ms (DefaultPoll) and at most half the ttl, so a value that lives for ttl
+// is seen before it expires; never under a millisecond, the engine's unit,
+// so a ttl under 2 ms is looked at once a millisecond.
 func TestWaitersLookTwicePerTTL(t *testing.T) {
 	db, _ := openDB(t)
 	ctx := capped(t)
@@ -130,6 +132,12 @@ func TestWaitersLookTwicePerTTL(t *testing.T) {
 			assert.LessOrEqual(t, p, longest, "ttl %v: pauses %v", ttl, pauses)
 		}
 		assert.Equal(t, longest, pauses[len(pauses)-1], "ttl %v: the pauses grow to their bound", ttl)
+		// The documented schedule: 1 ms, doubling, up to that bound.
+		var want []time.Duration
+		for i := range pauses {
+			want = append(want, min(time.Millisecond<<i, longest))
+		}
+		assert.Equal(t, want, pauses, "ttl %v: 1 ms, doubling to the bound", ttl)
 	}
 }
 
