@@ -147,10 +147,10 @@ func GetOrCompute(ctx context.Context, db *state.DB, key string, ttl time.Durati
 		owner = h.Owner
 	}
 	deadline := db.Now().Add(c.maxWait)
-	pause := time.Millisecond
 	// Look at least twice per ttl: a value written and expired between two
 	// looks would be computed again.
 	longest := min(c.poll, max(ttl/2, time.Millisecond))
+	pause := min(time.Millisecond, longest) // a WithPoll under 1 ms bounds the first pause too
 	for missed := false; ; missed = true {
 		if v, ok, err := lookup(ctx, db, key); ok || err != nil {
 			return v, err

@@ -141,6 +141,28 @@ func TestWaitersLookTwicePerTTL(t *testing.T) {
 	}
 }
 
+// TestWaitersNeverPauseLongerThanThePoll: WithPoll is the longest pause
+// between two looks, the first one included, even below the first pause's
+// usual 1 ms.
+func TestWaitersNeverPauseLongerThanThePoll(t *testing.T) {
+	db, _ := openDB(t)
+	ctx := capped(t)
+	_, err := db.Lease(ctx, cache.LeasePrefix+"k", "another caller", time.Hour)
+	require.NoError(t, err)
+	const poll = 300 * time.Microsecond
+	var pauses []time.Duration
+	wctx, stop := context.WithCancel(ctx)
+	h := &recipehooks.Hooks{Sleep: func(ctx context.Context, d time.Duration) error {
+		if pauses = append(pauses, d); len(pauses) == 4 {
+			stop()
+		}
+		return ctx.Err()
+	}}
+	_, err = cache.GetOrCompute(recipehooks.With(wctx, h), db, "k", time.Hour, counting(new(atomic.Int64), "x"), cache.WithPoll(poll))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []time.Duration{poll, poll, poll, poll}, pauses)
+}
+
 // TestGoroutinesShareOneFill starts many callers of a cold key at once; the
 // computation waits until every caller has found the key missing, so all of
 // them come for the lease, and must run once.
