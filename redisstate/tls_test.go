@@ -12,10 +12,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/statekit/statekit/internal/redistest"
+	"github.com/statekit/statekit/internal/verbtest"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,4 +87,25 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 	return cert, key
+}
+
+// TestVerbTableOverTLS runs the whole verb table over rediss://, so that
+// every verb, not a few, is known to work over TLS: its connections are the
+// ones the store does not look at before a write, and an Update's or a
+// Scan's run on a connection of their own.
+func TestVerbTableOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	port, err := redistest.FreePort()
+	require.NoError(t, err)
+	redistest.Start(t, redistest.WithArgs("--tls-port", fmt.Sprint(port), "--tls-cert-file", cert,
+		"--tls-key-file", key, "--tls-ca-cert-file", cert, "--tls-auth-clients", "no"))
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	var n atomic.Int64
+	verbtest.Run(t, func(t *testing.T) *state.DB {
+		prefix := fmt.Sprintf("verbtable:%d:", n.Add(1))
+		db, err := state.Open("rediss://" + addr + "/0?skip_verify=true&prefix=" + prefix)
+		require.NoError(t, err, "open %s", prefix)
+		return db
+	}, verbtest.Options{})
 }
