@@ -287,12 +287,32 @@ func TestCanaries(t *testing.T) {
 					assert.True(t, slices.Contains(c.checks, check), "%s was caught by %s, which should not see it:\n%s",
 						c.bug, check, failure(r))
 				}
+				// The same run without the bug must pass: a seed that fails
+				// for another reason (a raised rate that finds a real bug, a
+				// false alarm) would pass the canary whether or not the
+				// planted bug is caught.
+				clean := cfg
+				clean.Bugs = bugs.Set{}
+				if cr := run(t, clean); !cr.OK() {
+					t.Errorf("%s: seed %d fails without the bug too, so it shows nothing about the bug:\n%s", c.bug, seed, failure(cr))
+				}
 				t.Logf("%s caught at seed %d by %v", c.bug, seed, r.Checks())
 				return
 			}
 			t.Errorf("%s not caught in %d seeds", c.bug, budget)
 		})
 	}
+}
+
+// TestEveryPlantedBugHasACanary: go test ./sim runs every planted bug, so
+// a bug added to internal/bugs without a line in canaries fails here.
+func TestEveryPlantedBugHasACanary(t *testing.T) {
+	var listed []string
+	for _, c := range canaries {
+		listed = append(listed, c.bug)
+	}
+	slices.Sort(listed)
+	assert.Equal(t, bugs.Names(), listed, "canaries must list every planted bug once")
 }
 
 func TestReplayLineRoundTrip(t *testing.T) {
