@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -193,8 +194,11 @@ func TestCleanSeeds(t *testing.T) {
 		r := run(t, cfg)
 		assert.True(t, r.OK(), "%s", failure(r))
 	}
-	// The default rates must inject every default fault kind somewhere.
-	for _, kind := range []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "diskfull"} {
+	// The default rates must inject every fault kind somewhere, sync
+	// errors included: one kind a field of Rates.
+	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull"}
+	require.Len(t, kinds, reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
+	for _, kind := range kinds {
 		assert.Positive(t, faults[kind], "no %s fault in %d seeds", kind, n)
 	}
 	assert.Positive(t, unknown, "no operation with an unknown outcome in %d seeds", n)
