@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -119,6 +120,23 @@ func TestManySeedsInWorkersMatchOneByOne(t *testing.T) {
 	require.Len(t, traces, 4)
 	_, one, _ := statesim(t, "-seed", "22", "-ops", "80")
 	assert.Equal(t, traces[2], traceLine.FindString(one))
+
+	// The workers' own traces, which the summary does not print: each
+	// seed's, from another process (the second seed of a worker after its
+	// first), is the one this process computed.
+	opt, err := parse([]string{"-seeds", "4", "-from", "20", "-ops", "80", "-parallel", "2"}, io.Discard)
+	require.NoError(t, err)
+	byWorker := map[uint64]string{}
+	sent, lost, err := runParallel(opt, nil, func(r result) bool {
+		byWorker[r.Seed] = "trace: " + r.Trace
+		return true
+	})
+	require.NoError(t, err)
+	require.Equal(t, 4, sent)
+	require.Empty(t, lost)
+	for i, trace := range traces {
+		assert.Equal(t, trace, byWorker[20+uint64(i)], "seed %d: a worker's trace is not this process's", 20+i)
+	}
 }
 
 func TestManySeedsStopAtTheFirstFailure(t *testing.T) {
