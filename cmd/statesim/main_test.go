@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/sim"
 )
 
 // asStatesim makes the test binary act as statesim when re-executed as a
@@ -94,8 +97,18 @@ func TestPlantedBugExits1WithReplayAndHTML(t *testing.T) {
 func TestShrinkFindsASmallerRun(t *testing.T) {
 	code, out, _ := statesim(t, "-seed", "1", "-bug", "no-hwm", "-shrink", "-shrink-runs", "12", "-html", t.TempDir())
 	require.Equal(t, exitViolation, code, out)
-	m := regexp.MustCompile(`shrunk \((\d+) ops, clock\): statesim -seed 1 -ops \d+`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`shrunk \((\d+) ops, clock\): (statesim -seed 1 -ops (\d+).*)`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
+	ops, err := strconv.Atoi(m[3])
+	require.NoError(t, err)
+	assert.Equal(t, m[1], m[3], "the count printed is the line's")
+	assert.Less(t, ops, sim.DefaultOps, "shrunk to no fewer operations")
+	// The line it prints must fail the same way.
+	cfg, err := sim.ParseReplay(m[2])
+	require.NoError(t, err)
+	rep, err := sim.Run(cfg)
+	require.NoError(t, err)
+	assert.Contains(t, rep.Checks(), sim.CheckClock, "the shrunk run does not fail the clock check: %s", m[2])
 }
 
 func TestManySeedsInWorkersMatchOneByOne(t *testing.T) {
