@@ -81,6 +81,9 @@ func newScheduler(w *world, rng *rand.Rand) *scheduler {
 func (s *scheduler) spawn(kind int, name string, p *process, client int, fn func(t *thread)) *thread {
 	s.nextID++
 	s.w.stats.Threads++
+	if kind == kindEngine {
+		s.w.stats.EngineThreads++
+	}
 	t := &thread{id: s.nextID, kind: kind, name: name, proc: p, client: client, baton: make(chan struct{})}
 	s.threads = append(s.threads, t)
 	go func() {

@@ -82,6 +82,7 @@ func TestSameSeedSameTrace(t *testing.T) {
 	require.Positive(t, a.Stats.Faults["powerloss"]+a.Stats.Faults["midop-cut"], "the run must lose power for the test to mean much")
 	require.Positive(t, a.Stats.Overlapping, "the run must have calls in flight together for the test to mean much")
 	require.Greater(t, a.Stats.Threads, 3*a.Stats.Opens, "the engine's background goroutines must run beside the clients")
+	require.GreaterOrEqual(t, a.Stats.EngineThreads, a.Stats.Opens, "the engine's background goroutines must run beside the clients")
 	assert.Equal(t, a.Trace, b.Trace, "one seed, two traces")
 	assert.Equal(t, a.History, b.History)
 	assert.Equal(t, a.Stats, b.Stats)

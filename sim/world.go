@@ -100,6 +100,7 @@ type Stats struct {
 	Opens         int            // process starts
 	Checks        int            // integrity checks run
 	Threads       int            // goroutines the scheduler ran: clients, the engine's, the simulator's tasks
+	EngineThreads int            // of Threads, those the engine started: its sweeper, flusher and checkpointer
 	Steps         int64          // scheduling steps: turns handed from one goroutine to another
 	Overlapping   int            // recorded operations called while another was in flight
 }
