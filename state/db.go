@@ -83,7 +83,8 @@ type DB struct {
 // process may not write (WithReadOnly reads it); ErrCannotOpen, wrapping
 // the operating system's error, when it would not open the file or its
 // -wal or -shm (a missing directory, or file with WithReadOnly:
-// fs.ErrNotExist; too many open files: syscall.EMFILE).
+// fs.ErrNotExist; a directory: syscall.EISDIR; too many open files:
+// syscall.EMFILE).
 //
 // A path written as a URL opens a store on a server instead of a file:
 // "redis://host:port/db?prefix=app:" (also rediss:// and redis+cluster://)
@@ -223,6 +224,12 @@ func (db *DB) prepareFile(locks bool) error {
 	st, err := d.f.Stat()
 	if err != nil {
 		return errors.Join(cannotOpen(db.path, err), db.releaseFile())
+	}
+	if st.IsDir() {
+		// A read-only open of a directory succeeds, and SQLite's first
+		// read of it fails as an I/O error: say what open(2) says to a
+		// writable one.
+		return errors.Join(cannotOpen(db.path, &fs.PathError{Op: "open", Path: db.path, Err: syscall.EISDIR}), db.releaseFile())
 	}
 	var v [1]byte
 	if _, err := d.f.ReadAt(v[:], fileFormatOffset); err == nil {

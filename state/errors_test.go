@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,11 +92,17 @@ func TestOpenNamesTheCause(t *testing.T) {
 	assert.ErrorIs(t, err, state.ErrCannotOpen)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 
-	// A directory where the file should be: SQLite cannot open it.
+	// A directory where the file should be: SQLite cannot open it. Read
+	// only too: the directory opens for reading, and SQLite's first read
+	// of it failed, which was ErrIO (a handle that ended, a write whose
+	// outcome is unknown) before.
 	dir := filepath.Join(t.TempDir(), "dir.state")
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	_, err = state.Open(dir)
-	assert.ErrorIs(t, err, state.ErrCannotOpen)
-	assert.False(t, errors.Is(err, state.ErrCorrupt), "a directory is not a corrupt file: %v", err)
-	assert.True(t, strings.HasPrefix(err.Error(), "open "+dir+": "), "%v", err)
+	for name, opts := range map[string][]state.Option{"writable": nil, "read-only": {state.WithReadOnly()}} {
+		_, err = state.Open(dir, opts...)
+		assert.ErrorIs(t, err, state.ErrCannotOpen, name)
+		assert.ErrorIs(t, err, syscall.EISDIR, name)
+		assert.False(t, errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrIO), "%s: a directory is not a damaged file: %v", name, err)
+		assert.True(t, strings.HasPrefix(err.Error(), "open "+dir+": "), "%s: %v", name, err)
+	}
 }
