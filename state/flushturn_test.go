@@ -134,3 +134,43 @@ func TestBackgroundFlushIOErrorIsReportedByTheNextFlush(t *testing.T) {
 		assert.NotContains(t, closeErr.Error(), `"n" +7`, "reported once")
 	}
 }
+
+// TestBackgroundFlushErrorIsReportedBesideTheFlushsOwn: a Flush that has
+// an earlier background flush's error to report and drops a key of its own
+// returns both, each naming its key and delta, and writes its good keys;
+// the next Flush says nothing more. The background flusher runs when the
+// test lets its wait through the clock go, so which flush takes which
+// delta is the test's choice.
+func TestBackgroundFlushErrorIsReportedBesideTheFlushsOwn(t *testing.T) {
+	clock := &heldSleeper{Clock: newClock(), asked: make(chan heldSleep)}
+	db, err := state.Open(filepath.Join(t.TempDir(), "f.state"), state.WithClock(clock))
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	held := map[time.Duration][]heldSleep{}
+	flush := clock.next(t, state.DefaultFlushInterval, held)
+
+	require.NoError(t, db.Set(ctx, "b", "bytes"))
+	require.NoError(t, db.IncrBuffered("b", 1))
+	require.NoError(t, db.IncrBuffered("n", 2))
+	close(flush.done)
+	clock.next(t, state.DefaultFlushInterval, held) // the background flush ran, and dropped "b"
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, "2", v.String(), "the background flush wrote its good key")
+
+	require.NoError(t, db.Set(ctx, "c", "bytes"))
+	require.NoError(t, db.IncrBuffered("c", 3))
+	require.NoError(t, db.IncrBuffered("n", 1))
+	err = db.Flush(ctx)
+	require.ErrorIs(t, err, state.ErrBackgroundFlush, "%v", err)
+	require.ErrorIs(t, err, state.ErrNotInteger)
+	msg := err.Error()
+	assert.Regexp(t, `background flush: .*"b" \(delta 1 dropped`, msg, "the background flush's dropped key and delta")
+	assert.Contains(t, msg, `"c" (delta 3 dropped`, "the Flush's own dropped key and delta, beside it")
+	v, err = db.Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "3", v.String(), "the Flush wrote its good key")
+	require.NoError(t, db.Flush(ctx), "each reported once")
+	require.NoError(t, db.Close(), "nothing left for Close to report")
+}
