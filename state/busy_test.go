@@ -73,28 +73,35 @@ func TestBusyTimeoutBoundsTheWholeVerb(t *testing.T) {
 // lock stops when its context ends, long before the busy timeout, and
 // returns its context's error, having done nothing: whether its first wait
 // is for the high-water mark's write (due at the handle's first verb) or
-// for its own statement. Before, a wait for the mark's write ended by the
-// context was ErrBusy, saying the lock was held past the minute-long busy
-// timeout.
+// for its own statement, a grouped verb and an Update alike. Before, a
+// wait for the mark's write ended by the context was ErrBusy, saying the
+// lock was held past the minute-long busy timeout.
 func TestBusyWaitEndsWithTheContext(t *testing.T) {
 	for _, markDue := range []bool{true, false} {
 		t.Run(map[bool]string{true: "mark due", false: "mark written"}[markDue], func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "busy.state")
-			db, err := state.Open(path, state.WithBusyTimeout(time.Minute), state.WithoutBackground())
-			require.NoError(t, err)
-			defer db.Close()
-			if !markDue {
-				require.NoError(t, db.Set(t.Context(), "warmup", 1))
+			for _, name := range []string{"incr", "update"} {
+				path := filepath.Join(t.TempDir(), name+".state")
+				db, err := state.Open(path, state.WithBusyTimeout(time.Minute), state.WithoutBackground())
+				require.NoError(t, err)
+				if !markDue {
+					require.NoError(t, db.Set(t.Context(), "warmup", 1))
+				}
+				release := holdWriteLock(t, path)
+				ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+				began := time.Now()
+				if name == "incr" {
+					_, err = db.Incr(ctx, "n")
+				} else {
+					err = db.Update(ctx, func(tx *state.Tx) error { return tx.Set("k", 1) })
+				}
+				took := time.Since(began)
+				cancel()
+				release() // before Close, which would wait for it
+				require.NoError(t, db.Close())
+				require.ErrorIs(t, err, context.DeadlineExceeded, name)
+				assert.NotErrorIs(t, err, state.ErrBusy, "%s: no connection held the lock past the busy timeout", name)
+				assert.Less(t, took, 10*time.Second, "%s: the context ends the wait, not the minute-long busy timeout", name)
 			}
-			defer holdWriteLock(t, path)() // released before Close, which would wait for it
-			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-			defer cancel()
-			began := time.Now()
-			_, err = db.Incr(ctx, "n")
-			took := time.Since(began)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			assert.NotErrorIs(t, err, state.ErrBusy, "no connection held the lock past the busy timeout")
-			assert.Less(t, took, 10*time.Second, "the context ends the wait, not the minute-long busy timeout")
 		})
 	}
 }

@@ -29,7 +29,9 @@ import (
 // SQLite confines to its statement (ErrNotInteger, ErrOverflow) stays with
 // its verb. Any other error inside the group (a context done mid-statement,
 // a full disk) rolls the transaction back, and then every verb of the group
-// runs alone, as do runs it, with its own context: nothing of the group had
+// runs alone, as do runs it, with its own context and what is left of its
+// busy timeout (a verb whose timeout went by while the group waited for
+// another connection's lock is ErrBusy at once): nothing of the group had
 // committed, so running them again is running them once. A fatal error (an
 // I/O error, corruption) ends the handle and fails the whole group, which
 // did not commit. A verb alone in the queue runs alone, in autocommit,
@@ -431,60 +433,13 @@ func (db *DB) runOne(ops []*pending) {
 		return
 	}
 	// The group's own waits (the high-water mark's write, BEGIN) end no
-	// later than the earliest deadline among its callers (groupWait).
+	// later than the earliest deadline among its callers; the mark's write
+	// is not cut short by one caller's cancellation, which would fail the
+	// others.
 	// Their waits for another connection's lock end with the budget of
 	// the verb that waited longest in the queue (busy.go).
 	taken := db.cfg.clock.Monotonic()
-	gctx, waited := groupWait(ops, taken)
-	db.setWait(gctx, waited)
-	now := db.time.nowMillis()
-	for _, o := range ops {
-		db.claimed(o.ctx, now)
-	}
-	for {
-		err := db.advanceHWM(context.WithoutCancel(gctx), now)
-		if err == nil {
-			break
-		}
-		err = db.note(err)
-		if gctx.Err() == nil || !errors.Is(err, ErrBusy) || db.failed != nil {
-			for _, o := range ops {
-				o.finish(err)
-			}
-			return
-		}
-		// The context of one caller ended the mark's wait for another
-		// connection's lock, not the budget: each caller whose context
-		// ended gets its error (nothing was written), and the others wait
-		// on within their budgets, what the mark's wait slept counted.
-		slept := db.wait.slept
-		ops = slices.DeleteFunc(ops, func(o *pending) bool {
-			if err := o.ctx.Err(); err != nil {
-				o.finish(fmt.Errorf("statekit: %w", err))
-				return true
-			}
-			return false
-		})
-		if len(ops) == 0 {
-			return
-		}
-		gctx, waited = groupWait(ops, taken)
-		db.setWait(gctx, waited+slept)
-	}
-	if len(ops) > 1 && db.runTogether(gctx, ops, now) {
-		return
-	}
-	for _, o := range ops {
-		o.finish(db.runAlone(o, now))
-	}
-}
-
-// groupWait sets each op's wait in the queue, taken being when the group
-// was taken, and returns the context the group's own waits end with (the
-// first op's, or the one among the others with the earliest deadline) and
-// the longest wait in the queue.
-func groupWait(ops []*pending, taken time.Duration) (gctx context.Context, waited time.Duration) {
-	gctx = ops[0].ctx
+	gctx, waited := ops[0].ctx, time.Duration(0)
 	for i, o := range ops {
 		o.waited = taken - o.start
 		waited = max(waited, o.waited)
@@ -497,7 +452,63 @@ func groupWait(ops []*pending, taken time.Duration) (gctx context.Context, waite
 			}
 		}
 	}
-	return gctx, waited
+	db.setWait(gctx, waited)
+	now := db.time.nowMillis()
+	for _, o := range ops {
+		db.claimed(o.ctx, now)
+	}
+	if err := db.advanceHWM(context.WithoutCancel(gctx), now); err != nil {
+		err = db.note(err)
+		if !errors.Is(err, ErrBusy) || fatal(err) {
+			for _, o := range ops {
+				o.finish(err)
+			}
+			return
+		}
+		// The wait for another connection's lock ended at the earliest
+		// deadline among the callers, or with the budget of the one that
+		// waited longest: each verb goes on alone, on its own.
+		for _, o := range ops {
+			o.finish(db.runAfterGroup(o, now, err, true))
+		}
+		return
+	}
+	var busy error
+	if len(ops) > 1 {
+		settled, beginBusy := db.runTogether(gctx, ops, now)
+		if settled {
+			return
+		}
+		busy = beginBusy
+	}
+	for _, o := range ops {
+		o.finish(db.runAfterGroup(o, now, busy, false))
+	}
+}
+
+// runAfterGroup runs o alone, after its group did not settle it (or as the
+// only verb of its group), writing the high-water mark first when mark
+// says the group could not. Its budget counts from its call: the group's
+// waits count, and a verb whose busy timeout went by while its group
+// waited for another connection's lock (which had the grace, busyGrace,
+// of the verb that waited longest) gets that wait's ErrBusy, busy, at
+// once, rather than a budget again. Callers hold mu.
+func (db *DB) runAfterGroup(o *pending, now int64, busy error, mark bool) error {
+	if err := o.ctx.Err(); err != nil {
+		return fmt.Errorf("statekit: %w", err)
+	}
+	o.waited = db.cfg.clock.Monotonic() - o.start
+	if busy != nil && o.waited >= db.cfg.busyTimeout {
+		return busy
+	}
+	if mark {
+		db.setWait(o.ctx, o.waited)
+		if err := db.advanceHWM(o.ctx, now); err != nil {
+			return db.note(err)
+		}
+		o.waited = db.cfg.clock.Monotonic() - o.start
+	}
+	return db.runAlone(o, now)
 }
 
 // runAlone runs one verb or sweep batch in autocommit, as do does. Callers
@@ -532,12 +543,16 @@ func (db *DB) runAlone(o *pending, now int64) error {
 // runTogether runs ops in one transaction; BEGIN IMMEDIATE, which may wait
 // for another process's lock, waits no longer than ctx allows. It reports
 // true when that settled every op: it committed, or a fatal error ended the
-// handle. On false nothing of it is left and no op is done. Callers hold
-// mu.
-func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
+// handle. On false nothing of it is left and no op is done; busy is
+// BEGIN's ErrBusy when another connection held the lock past the group's
+// budget. Callers hold mu.
+func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) (settled bool, busy error) {
 	full := db.fullGroup(ops)
 	if err := db.begin(ctx); err != nil {
-		return false
+		if err = classify(ctx, err); errors.Is(err, ErrBusy) && !fatal(err) {
+			return false, db.note(err)
+		}
+		return false, nil
 	}
 	committed := false
 	defer func() {
@@ -554,9 +569,9 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 			errs[i] = err
 		case fatal(err):
 			db.failGroup(ops, err)
-			return true
+			return true, nil
 		default:
-			return false
+			return false, nil
 		}
 	}
 	if db.cfg.bugs.Has(bugs.GroupErrorLeak) {
@@ -573,14 +588,14 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 	if _, err := db.st.commit.ExecContext(context.WithoutCancel(ctx)); err != nil {
 		if err = classify(ctx, err); fatal(err) {
 			db.failGroup(ops, err)
-			return true
+			return true, nil
 		}
-		return false
+		return false, nil
 	}
 	committed = true
 	if err := db.syncCommitted(true); err != nil {
 		db.failGroup(ops, err)
-		return true
+		return true, nil
 	}
 	if full {
 		// A grant is in the group: the WAL is synced after COMMIT, outside
@@ -590,7 +605,7 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		// commit before it durable.
 		if err := db.syncGrant(); err != nil {
 			db.failGroup(ops, err)
-			return true
+			return true, nil
 		}
 	}
 	for i, o := range ops {
@@ -600,7 +615,7 @@ func (db *DB) runTogether(ctx context.Context, ops []*pending, now int64) bool {
 		}
 		o.finish(errs[i])
 	}
-	return true
+	return true, nil
 }
 
 // fullGroup reports whether ops must commit FULL (synced after COMMIT): one
