@@ -374,6 +374,18 @@ func TestTinyFilesAreRefusedUntouched(t *testing.T) {
 		require.Contains(t, err.Error(), path)
 		c.assertUntouched(t, path)
 	}
+	// A 1-byte file is not a statekit file (README's ErrNotStatekit), read
+	// only too, whatever its byte.
+	for _, b := range []byte{fx.main[0], 0} {
+		c := corrupted{main: []byte{b}}
+		path := c.write(t, t.TempDir())
+		for _, opts := range [][]state.Option{nil, {state.WithReadOnly()}} {
+			_, err := state.Open(path, opts...)
+			require.ErrorIs(t, err, state.ErrNotStatekit, "1 byte %#x", b)
+			require.Contains(t, err.Error(), path)
+		}
+		c.assertUntouched(t, path)
+	}
 	// An empty file is a new one: Open creates the schema in it. A
 	// read-only handle cannot, so it refuses it and leaves it empty.
 	c := corrupted{main: []byte{}}

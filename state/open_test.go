@@ -70,9 +70,12 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
 
-	_, err = state.Open(path)
-	assert.ErrorIs(t, err, state.ErrSchemaTooNew)
-	assert.Contains(t, err.Error(), "99")
+	for _, opts := range [][]state.Option{nil, {state.WithReadOnly()}} {
+		_, err = state.Open(path, opts...)
+		assert.ErrorIs(t, err, state.ErrSchemaTooNew)
+		assert.Contains(t, err.Error(), "99")
+		assert.Contains(t, err.Error(), path, "the error names the file")
+	}
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
