@@ -48,6 +48,11 @@ var errChanged = errors.New("it changed while statectl copied it to read without
 // changing while it is copied.
 const copyTries = 3
 
+// afterCopy, when a test sets it, runs once path and its -wal are copied
+// and before they are read again: the moment a writer that came meanwhile
+// must be noticed.
+var afterCopy func(path string)
+
 // walPath is the -wal file of path, beside the file a symbolic link
 // names, where SQLite puts it.
 func walPath(path string) string {
@@ -98,6 +103,9 @@ func copyAndOpen(path, cp string) (*state.DB, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: a private copy to read: %w", path, err)
+	}
+	if afterCopy != nil {
+		afterCopy(path)
 	}
 	again, err := hashFiles(path, "")
 	if err != nil {
