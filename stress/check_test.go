@@ -217,3 +217,39 @@ func TestReportListsEachViolationOnce(t *testing.T) {
 	assert.Equal(t, 5, r.Dropped)
 	assert.Equal(t, "FAIL", r.Verdict())
 }
+
+// TestLinearizabilityCheckReachesEveryEpoch: the check takes the history
+// one epoch at a time, and every epoch counts. A read in the last epoch of
+// a value no call wrote is found, named by its epoch; the verdict of a
+// clean history counts every epoch it checked.
+func TestLinearizabilityCheckReachesEveryEpoch(t *testing.T) {
+	history := func(lastRead int64) []linearizability.Op {
+		var ops []linearizability.Op
+		for e := range int64(3) {
+			key := "e" + string(rune('0'+e)) + "/a"
+			read := int64(1)
+			if e == 2 {
+				read = lastRead
+			}
+			ops = append(ops,
+				linearizability.Op{Client: 1, Seq: 2*e + 1, Call: 100 * e, Return: 100*e + 10,
+					Input: model.Input{Kind: model.Set, Key: key, Value: model.Int(1)}},
+				linearizability.Op{Client: 1, Seq: 2*e + 2, Call: 100*e + 20, Return: 100*e + 30,
+					Input: model.Input{Kind: model.Get, Key: key}, Output: model.Output{Value: model.Int(read)}})
+		}
+		return ops
+	}
+	check := func(ops []linearizability.Op) *Report {
+		d := &driver{cfg: Config{Dir: t.TempDir(), CheckTimeout: DefaultCheckTimeout}, report: &Report{}}
+		d.checkLinearizable(ops)
+		return d.report
+	}
+
+	r := check(history(1))
+	assert.True(t, r.OK(), "%v", r.Violations)
+	assert.Contains(t, r.Linearizability, "Ok (3 partitions, 6 operations, 3 epochs)")
+
+	r = check(history(7))
+	assert.True(t, r.Has(KindLinearizability), "a read of 7 in epoch 2, where only 1 was written: %v", r.Violations)
+	assert.Contains(t, r.Linearizability, "in epoch 2")
+}
