@@ -253,3 +253,24 @@ func TestLinearizabilityCheckReachesEveryEpoch(t *testing.T) {
 	assert.True(t, r.Has(KindLinearizability), "a read of 7 in epoch 2, where only 1 was written: %v", r.Violations)
 	assert.Contains(t, r.Linearizability, "in epoch 2")
 }
+
+// TestEveryNotedErrorIsAViolation: a worker notes each error the model has
+// no answer for (I/O, busy, a closed handle) and the check reports each,
+// with its call and its text, as an engine error. On a file no outage is
+// injected, so a call refused or whose reply was lost is one too.
+func TestEveryNotedErrorIsAViolation(t *testing.T) {
+	d := &driver{report: &Report{}, procs: []*proc{{cfg: workerConfig{Client: 1, Goroutines: 1}}},
+		notes: [][]note{{
+			{Kind: noteError, Client: 1, Seq: 7, Op: "get", Err: "disk I/O error"},
+			{Kind: noteUncertain, Client: 1, Seq: 8, Op: "set", Err: "lost"},
+			{Kind: noteRefused, Client: 2, Seq: 9, Op: "del", Err: "refused"},
+		}}}
+	require.NoError(t, d.checkNotes(nil))
+	var details []string
+	for _, v := range d.report.Violations {
+		if v.Kind == KindEngineError {
+			details = append(details, v.Detail)
+		}
+	}
+	assert.Equal(t, []string{"c1 #7 get: disk I/O error", "c1 #8 set: lost", "c2 #9 del: refused"}, details)
+}
