@@ -141,8 +141,9 @@ func (db *DB) resetPagesWritten() {
 // syncWALDir syncs, once a handle, the directory that holds the WAL on the
 // operating system's files, so that a WAL created since the last sync of
 // its creator is found after a power loss. SQLite does the same at the
-// first sync of a WAL it created, and ignores a failure; so does this. A
-// simulated disk (WithFS) makes a file's creation durable at once.
+// first sync of a WAL it created, and ignores a failure; so does this. On a
+// handle WithFS, SQLite's VFS syncs the directory itself at that first sync
+// (its sync of the new WAL's header), when the FS is a vfs.DirSyncer.
 func (db *DB) syncWALDir() {
 	if db.walDirSynced || db.cfg.fs != nil {
 		return

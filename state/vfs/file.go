@@ -37,6 +37,10 @@ type handle struct {
 	y     Yielder // the FS's, if it is one
 
 	persistWAL bool // SQLITE_FCNTL_PERSIST_WAL: keep the WAL when closing last
+
+	// dirSync: sync the directory at the next sync (a WAL or journal
+	// opened to create, when the FS is a DirSyncer), as the unix VFS does.
+	dirSync DirSyncer
 }
 
 // point is a scheduling point of a simulation, when the FS is a Yielder.
@@ -169,12 +173,25 @@ func xTruncate(tls *libc.TLS, pFile uintptr, size int64) int32 {
 // at write-back: NFS, thin provisioning), lost as after EIO. As
 // SQLITE_FULL, SQLite and the engine would carry on as if only the
 // transaction that synced had failed.
+//
+// The first sync of a WAL or journal that SQLite opened to create also syncs
+// its directory, when the FS is a DirSyncer, so that the file is found after
+// a power loss, as SQLite's unix VFS does (UNIXFILE_DIRSYNC). Unlike the
+// unix VFS, a failure of that sync is reported, as SQLITE_IOERR_DIR_FSYNC,
+// and it is tried again at the next sync.
 func xSync(tls *libc.TLS, pFile uintptr, flags int32) int32 {
 	h := fileOf(pFile)
 	h.point()
 	if err := h.f.Sync(); err != nil {
 		h.reg.noteErr(err)
 		return sqlite3.SQLITE_IOERR_FSYNC
+	}
+	if h.dirSync != nil {
+		if err := h.dirSync.SyncDir(h.name); err != nil {
+			h.reg.noteErr(err)
+			return sqlite3.SQLITE_IOERR_DIR_FSYNC
+		}
+		h.dirSync = nil
 	}
 	return sqlite3.SQLITE_OK
 }

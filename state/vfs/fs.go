@@ -149,3 +149,12 @@ type LockSharer interface {
 	// LockManager returns the manager of the machine the FS belongs to.
 	LockManager() *LockManager
 }
+
+// DirSyncer is implemented by an FS whose file creations and deletions are
+// durable only once their directory is synced, as on Linux (fsync(2): a
+// file's own fsync does not make its directory entry durable).
+type DirSyncer interface {
+	// SyncDir makes durable every creation and deletion so far in the
+	// directory that holds the named file.
+	SyncDir(name string) error
+}

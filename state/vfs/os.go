@@ -17,8 +17,10 @@ var osLocks = NewLockManager()
 type osFS struct{}
 
 // OS returns an FS of the host's real files: names are paths, made absolute
-// by FullPath; files are created with mode 0600; Sync is fsync. It lets the
-// engine's Go-VFS path run on a real disk.
+// by FullPath; files are created with mode 0600; Sync is fsync; SyncDir
+// fsyncs the directory, which SQLite's VFS does at the first sync of a WAL
+// or journal it created, as the unix VFS does. It lets the engine's Go-VFS
+// path run on a real disk.
 //
 // Its locks and WAL shared memory live in one LockManager per process, so
 // connections of one process exclude each other, but OS does NOT lock across
@@ -30,6 +32,7 @@ var (
 	_ FS         = osFS{}
 	_ FullPather = osFS{}
 	_ LockSharer = osFS{}
+	_ DirSyncer  = osFS{}
 	_ File       = (*osFile)(nil)
 )
 
@@ -95,6 +98,23 @@ func (osFS) Exists(name string) (bool, error) {
 	default:
 		return false, fmt.Errorf("exists: %w", err)
 	}
+}
+
+// SyncDir fsyncs the directory that holds the file at path name, so that
+// the file's creation or deletion survives a power loss. As SQLite's unix
+// VFS does, it returns nil when the directory cannot be opened (one the
+// process may not read), and when the file system cannot sync a directory
+// (EINVAL); any other failure of the fsync is returned.
+func (osFS) SyncDir(name string) error {
+	dir, err := os.Open(filepath.Dir(name))
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
 }
 
 // osFile is an open host file.

@@ -206,6 +206,9 @@ func xOpen(tls *libc.TLS, pVfs uintptr, zName uintptr, pFile uintptr, flags int3
 	}
 	h := &handle{reg: r, f: f, name: name, flags: of}
 	h.y, _ = r.fs.(Yielder)
+	if ds, ok := r.fs.(DirSyncer); ok && name != "" && of&OpenCreate != 0 && of&(OpenWAL|OpenMainJournal|OpenSuperJournal) != 0 {
+		h.dirSync = ds
+	}
 	h.lk = r.locks.open(key, f)
 	if mf, ok := f.(Mortal); ok && mf.Dead() {
 		r.locks.Release(f) // it died while opening: it must hold no lock
@@ -221,12 +224,26 @@ func xOpen(tls *libc.TLS, pVfs uintptr, zName uintptr, pFile uintptr, flags int3
 	return sqlite3.SQLITE_OK
 }
 
+// xDelete deletes a file and, when SQLite asks (syncDir) and the FS is a
+// DirSyncer, syncs its directory so the deletion is durable, as the unix VFS
+// does.
 func xDelete(tls *libc.TLS, pVfs uintptr, zName uintptr, syncDir int32) int32 {
-	err := regOf(pVfs).fs.Delete(cstring(zName))
+	r := regOf(pVfs)
+	name := cstring(zName)
+	err := r.fs.Delete(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sqlite3.SQLITE_IOERR_DELETE_NOENT
 	}
-	return rcOf(err, sqlite3.SQLITE_IOERR_DELETE)
+	if err != nil {
+		return rcOf(err, sqlite3.SQLITE_IOERR_DELETE)
+	}
+	if ds, ok := r.fs.(DirSyncer); ok && syncDir&1 != 0 {
+		if err := ds.SyncDir(name); err != nil {
+			r.noteErr(err)
+			return sqlite3.SQLITE_IOERR_DIR_FSYNC
+		}
+	}
+	return sqlite3.SQLITE_OK
 }
 
 func xAccess(tls *libc.TLS, pVfs uintptr, zName uintptr, flags int32, pResOut uintptr) int32 {
