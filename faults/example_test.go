@@ -7,11 +7,16 @@ import (
 	"github.com/statekit/statekit/state/vfs"
 )
 
-// A power loss keeps what was synced and loses the rest.
+// A power loss keeps what was synced and loses the rest. A new file's
+// directory entry is durable once its directory is synced.
 func ExampleMemFS_PowerLoss() {
 	m := faults.NewMemFS(1)
-	f, err := m.Process(1).Open("db", vfs.OpenReadWrite|vfs.OpenCreate)
+	p := m.Process(1)
+	f, err := p.Open("db", vfs.OpenReadWrite|vfs.OpenCreate)
 	if err != nil {
+		panic(err)
+	}
+	if err := p.SyncDir("db"); err != nil {
 		panic(err)
 	}
 	_, _ = f.WriteAt([]byte("synced"), 0)

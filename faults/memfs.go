@@ -24,10 +24,9 @@ const (
 // MemFS is the disk of one simulated machine, in memory. Each file keeps its
 // durable bytes (as of its last Sync) and the writes since (the page cache):
 // reads see everything written, a power loss keeps only what the loss mode
-// lets through. File creation and deletion are durable at once: directories
-// are not modelled (SQLite syncs a WAL's directory at the first sync of a
-// WAL it created, and the engine before its own first sync of the WAL; a
-// power loss that drops the directory entry is not simulated).
+// lets through. Creating and deleting a file are durable only once its
+// directory is synced (SyncDir; dir.go), as on Linux: a power loss before
+// that may take a new file away, or bring a deleted one back.
 //
 // Processes reach the disk through views (Process): every view shares the
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss
@@ -41,6 +40,8 @@ const (
 type MemFS struct {
 	mu          sync.Mutex
 	files       map[string]*inode
+	dirPending  map[string][]dirChange // changes to a name since its directory's sync
+	dirDurable  map[string]dirChange   // the durable state of each name in dirPending
 	locks       *vfs.LockManager
 	epoch       uint64 // bumped by each power loss
 	off         bool   // power is off, until Reboot
@@ -70,6 +71,7 @@ type Stats struct {
 	Writes             int64 // WriteAt calls
 	Syncs              int64 // Sync calls
 	Truncates          int64 // Truncate calls
+	DirSyncs           int64 // SyncDir calls
 	BytesWritten       int64 // bytes of successful writes
 	InjectedErrors     int64 // calls failed by FailAt or SetFailRate
 	InjectedSyncErrors int64 // the syncs among them
@@ -92,6 +94,8 @@ func NewMemFS(seed uint64) *MemFS {
 		Add(time.Duration(timeRNG.Int64N(365*24*3600*1000)) * time.Millisecond)
 	return &MemFS{
 		files:       map[string]*inode{},
+		dirPending:  map[string][]dirChange{},
+		dirDurable:  map[string]dirChange{},
 		locks:       vfs.NewLockManager(),
 		incarnation: map[int]uint64{},
 		open:        map[uint64]*memFile{},
@@ -199,7 +203,7 @@ func (m *MemFS) SetYield(fn func(pid int)) {
 
 // ProcessFS is one process's view of a MemFS: the vfs.FS to register for it.
 // Besides vfs.FS it implements vfs.LockSharer (the machine's lock manager),
-// vfs.Entropy, vfs.TimeSource, vfs.Sleeper and vfs.Yielder, so SQLite over
+// vfs.DirSyncer, vfs.Entropy, vfs.TimeSource, vfs.Sleeper and vfs.Yielder, so SQLite over
 // it never reads the host's clock or randomness, nor sleeps, and a simulator
 // can schedule around its calls.
 type ProcessFS struct {
@@ -216,6 +220,7 @@ var (
 	_ vfs.TimeSource = (*ProcessFS)(nil)
 	_ vfs.Sleeper    = (*ProcessFS)(nil)
 	_ vfs.Yielder    = (*ProcessFS)(nil)
+	_ vfs.DirSyncer  = (*ProcessFS)(nil)
 )
 
 // PID returns the process the view belongs to.
@@ -256,7 +261,7 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 		return nil, fmt.Errorf("open %q: %w", name, fs.ErrExist)
 	case ino == nil:
 		ino = &inode{}
-		m.files[name] = ino
+		m.setEntry(name, ino)
 	}
 	m.lastFileID++
 	f := &memFile{view: p, id: m.lastFileID, ino: ino, name: name, readOnly: flags&vfs.OpenReadWrite == 0, errSeen: ino.errSeq}
@@ -265,7 +270,8 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 	return f, nil
 }
 
-// Delete removes the named file, durably. Open files keep their bytes. It
+// Delete removes the named file, durably once its directory is synced
+// (SyncDir). Open files keep their bytes. It
 // returns an error wrapping fs.ErrNotExist when there is none, and
 // ErrPowerLost or ErrCrashed when the view is dead.
 func (p *ProcessFS) Delete(name string) error {
@@ -278,7 +284,7 @@ func (p *ProcessFS) Delete(name string) error {
 	if m.files[name] == nil {
 		return fmt.Errorf("delete %q: %w", name, fs.ErrNotExist)
 	}
-	delete(m.files, name)
+	m.setEntry(name, nil)
 	return nil
 }
 

@@ -17,11 +17,13 @@ import (
 
 const rwCreate = vfs.OpenReadWrite | vfs.OpenCreate
 
-// open opens name read-write on p, failing the test on error.
+// open opens name read-write on p, creating it, and syncs its directory so
+// that its entry is durable, failing the test on error.
 func open(t *testing.T, p *faults.ProcessFS, name string) vfs.File {
 	t.Helper()
 	f, err := p.Open(name, rwCreate)
 	require.NoError(t, err)
+	require.NoError(t, p.SyncDir(name))
 	return f
 }
 

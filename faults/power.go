@@ -37,8 +37,9 @@ func (mode LossMode) String() string {
 	return fmt.Sprintf("LossMode(%d)", int(mode))
 }
 
-// PowerLoss cuts the power now. Every file's unsynced writes meet mode's
-// fate, every process dies (their views and files fail with ErrPowerLost from
+// PowerLoss cuts the power now. Every file's unsynced writes, and every
+// creation and deletion of a file whose directory was not synced since,
+// meet mode's fate, every process dies (their views and files fail with ErrPowerLost from
 // now on, even after Reboot), every lock and all shared memory are forgotten,
 // and every call fails until Reboot. A pending PowerLossAt is disarmed. A
 // PowerLoss while the power is off does nothing.
@@ -82,13 +83,14 @@ func (m *MemFS) powerLoss(mode LossMode) {
 	if m.off {
 		return
 	}
-	names := make([]string, 0, len(m.files))
-	for name := range m.files {
+	files := m.settleDirs(mode)
+	names := make([]string, 0, len(files))
+	for name := range files {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		m.settle(m.files[name], mode)
+		m.settle(files[name], mode)
 	}
 	m.off = true
 	m.epoch++

@@ -1,0 +1,143 @@
+package faults_test
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/faults"
+)
+
+// exists reports whether name is on m's disk, as process pid sees it.
+func exists(t *testing.T, m *faults.MemFS, pid int, name string) bool {
+	t.Helper()
+	ok, err := m.Process(pid).Exists(name)
+	require.NoError(t, err)
+	return ok
+}
+
+// A file synced but whose directory was not is lost by a power loss, as on
+// Linux (fsync(2): the file's fsync does not make its entry durable); a
+// power loss that keeps everything keeps it.
+func TestNewFileNeedsItsDirectorySynced(t *testing.T) {
+	for _, mode := range []faults.LossMode{faults.LossDrop, faults.LossKeep} {
+		m := faults.NewMemFS(1)
+		p := m.Process(1)
+		f, err := p.Open("/d/db-wal", rwCreate)
+		require.NoError(t, err)
+		write(t, f, []byte("synced"), 0)
+		require.NoError(t, f.Sync())
+		m.PowerLoss(mode)
+		m.Reboot()
+		if mode == faults.LossDrop {
+			assert.False(t, exists(t, m, 1, "/d/db-wal"), "a new file's entry is not durable until its directory is synced")
+			continue
+		}
+		assert.Equal(t, []byte("synced"), contents(t, m, 1, "/d/db-wal"), mode.String())
+	}
+
+	m := faults.NewMemFS(1)
+	p := m.Process(1)
+	f, err := p.Open("/d/db-wal", rwCreate)
+	require.NoError(t, err)
+	write(t, f, []byte("synced"), 0)
+	require.NoError(t, f.Sync())
+	require.NoError(t, p.SyncDir("/d/db-wal"))
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("synced"), contents(t, m, 1, "/d/db-wal"), "durable once its directory is synced")
+	assert.EqualValues(t, 1, m.Stats().DirSyncs)
+}
+
+// A deletion whose directory was not synced is undone by a power loss: the
+// file is back with its durable bytes.
+func TestDeleteNeedsItsDirectorySynced(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p := m.Process(1)
+	f := open(t, p, "/d/db-wal")
+	write(t, f, []byte("synced"), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, []byte("-not"), 6)
+	require.NoError(t, p.Delete("/d/db-wal"))
+	assert.False(t, exists(t, m, 1, "/d/db-wal"))
+
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("synced"), contents(t, m, 1, "/d/db-wal"), "the deleted file is back, as durable as it was")
+
+	p = m.Process(1)
+	require.NoError(t, p.Delete("/d/db-wal"))
+	require.NoError(t, p.SyncDir("/d/db-wal"))
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.False(t, exists(t, m, 1, "/d/db-wal"), "a deletion is durable once its directory is synced")
+}
+
+// SyncDir makes durable the entries of the directory of the name it is
+// given, and only those.
+func TestSyncDirSyncsOneDirectory(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p := m.Process(1)
+	for _, name := range []string{"/a/x", "/a/y", "/b/x"} {
+		_, err := p.Open(name, rwCreate)
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.SyncDir("/a/x"))
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []string{"/a/x", "/a/y"}, m.Files())
+
+	_, err := m.Process(1).Open("/a/z", rwCreate)
+	require.NoError(t, err)
+	m.PowerLoss(faults.LossDrop)
+	err = m.Process(1).SyncDir("/a/z")
+	assert.ErrorIs(t, err, faults.ErrPowerLost, "a dead view syncs nothing")
+}
+
+// A tearing power loss keeps, per name, a prefix of the changes since the
+// directory's sync: a file deleted and made again comes back as the old
+// file, as nothing, or as the new file, never as anything else, and each
+// of the three happens.
+func TestTearKeepsAPrefixOfANamesChanges(t *testing.T) {
+	seen := map[string]int{}
+	for seed := range uint64(60) {
+		m := faults.NewMemFS(seed)
+		p := m.Process(1)
+		write(t, open(t, p, "/d/db-wal"), []byte("old"), 0)
+		f, err := p.Open("/d/db-wal", rwCreate)
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, p.Delete("/d/db-wal"))
+		g, err := p.Open("/d/db-wal", rwCreate)
+		require.NoError(t, err)
+		write(t, g, []byte("new"), 0)
+		require.NoError(t, g.Sync())
+
+		m.PowerLoss(faults.LossTear)
+		m.Reboot()
+		got := "gone"
+		if exists(t, m, 1, "/d/db-wal") {
+			got = string(contents(t, m, 1, "/d/db-wal"))
+		}
+		require.Contains(t, []string{"old", "gone", "new"}, got, "seed %d", seed)
+		seen[got]++
+	}
+	assert.Len(t, seen, 3, "each outcome happens: %v", seen)
+}
+
+// A copy of the disk holds every file reads see, its entry durable.
+func TestCopyKeepsFilesWhoseDirectoryWasNotSynced(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f, err := m.Process(1).Open("/d/new", rwCreate)
+	require.NoError(t, err)
+	write(t, f, []byte("x"), 0)
+	c := m.Copy(2)
+	c.PowerLoss(faults.LossDrop)
+	c.Reboot()
+	assert.Equal(t, []byte("x"), contents(t, c, 1, "/d/new"))
+
+	_, err = m.Process(1).Open("/d/missing", 0)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state"
+)
+
+// TestPowerLossUndoesAWALDeletion: the last handle to close a file deletes
+// its WAL, and a deletion is durable only once its directory is synced
+// (faults.MemFS, as on Linux), so a power loss after Close, or after the
+// next Open made a new WAL, can bring the old WAL back, or take the new one
+// away. Whichever it does, every SyncFull write survives and the file is
+// sound.
+func TestPowerLossUndoesAWALDeletion(t *testing.T) {
+	ctx := t.Context()
+	modes := []faults.LossMode{faults.LossDrop, faults.LossKeep, faults.LossTear}
+	for seed := range uint64(30) {
+		for _, mode := range modes {
+			for cycles := 1; cycles <= 3; cycles++ {
+				name := fmt.Sprintf("seed %d, %s, %d cycles", seed, mode, cycles)
+				m := faults.NewMemFS(seed)
+				clock := faults.NewClock(time.UnixMilli(1_800_000_000_000))
+				want := ""
+				for c := range cycles {
+					db, err := state.Open("w.state", state.WithFS(m.Process(1)), state.WithClock(clock), state.WithSync(state.SyncFull))
+					require.NoError(t, err, name)
+					for i := range 5 {
+						want = fmt.Sprintf("v%d.%d", c, i)
+						require.NoError(t, db.Set(ctx, "k", []byte(want)), name)
+					}
+					if c < cycles-1 || seed%2 == 0 {
+						require.NoError(t, db.Close(), name)
+					}
+				}
+				m.PowerLoss(mode)
+				m.Reboot()
+				db, err := state.Open("w.state", state.WithFS(m.Process(2)), state.WithClock(clock))
+				require.NoError(t, err, name)
+				v, err := db.Get(ctx, "k")
+				require.NoError(t, err, name)
+				require.Equal(t, want, string(v.Bytes()), name)
+				problems, err := db.Check(ctx)
+				require.NoError(t, err, name)
+				require.Empty(t, problems, name)
+				require.NoError(t, db.Close(), name)
+			}
+		}
+	}
+}
