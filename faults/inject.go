@@ -75,8 +75,11 @@ func (m *MemFS) SetFailRate(op Op, p float64) {
 }
 
 // SetWriteBudget lets writes add n more bytes in all; a write that would
-// pass the budget fails whole with an error wrapping vfs.ErrNoSpace, the disk
-// being full. n < 0 makes the budget unlimited again (space is back).
+// pass the budget fails with an error wrapping vfs.ErrNoSpace, the disk
+// being full, after writing what fits before the last 4096-byte page
+// boundary of the file the budget reaches (a short write, as Linux's
+// write(2) makes one), which may be nothing. n < 0 makes the budget
+// unlimited again (space is back).
 func (m *MemFS) SetWriteBudget(n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -129,16 +132,25 @@ func (m *MemFS) injected(op Op) error {
 	return fmt.Errorf("%s: %w", op, ErrInjected)
 }
 
-// spend takes n bytes from the write budget, or returns an error wrapping
-// vfs.ErrNoSpace. Called with m.mu held.
-func (m *MemFS) spend(n int64) error {
+// fsPage is where a write that fills the disk stops: the kernel copies a
+// write into the page cache a page at a time, taking room for each, and a
+// write that finds none for its next page returns what it copied.
+const fsPage = 4096
+
+// spend takes from the write budget the room for n bytes written at off,
+// and returns how many of them fit: all of them, or, with an error wrapping
+// vfs.ErrNoSpace, those before the last page boundary the budget reaches.
+// Called with m.mu held.
+func (m *MemFS) spend(off, n int64) (int64, error) {
 	if m.plan.budget < 0 {
-		return nil
+		return n, nil
 	}
-	if n > m.plan.budget {
-		m.stats.NoSpaceErrors++
-		return fmt.Errorf("write budget spent: %w", vfs.ErrNoSpace)
+	if n <= m.plan.budget {
+		m.plan.budget -= n
+		return n, nil
 	}
-	m.plan.budget -= n
-	return nil
+	fit := max((off+m.plan.budget)/fsPage*fsPage-off, 0)
+	m.plan.budget -= fit
+	m.stats.NoSpaceErrors++
+	return fit, fmt.Errorf("write budget spent: %w", vfs.ErrNoSpace)
 }

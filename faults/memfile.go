@@ -146,7 +146,8 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 
 // WriteAt writes p at off into the page cache: durable only after Sync. It
 // returns an error wrapping vfs.ErrNoSpace when the write budget is spent
-// (nothing is written), ErrInjected for an injected failure (nothing is
+// (what fits before a page boundary is written, and counted in the n it
+// returns: SetWriteBudget), ErrInjected for an injected failure (nothing is
 // written), ErrPowerLost when the power is cut during this call (the write
 // is in flight: the loss mode decides its fate), and ErrPowerLost,
 // ErrCrashed, ErrClosed or ErrReadOnly for a file that cannot write.
@@ -172,11 +173,14 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := m.injected(OpWrite); err != nil {
 		return 0, fmt.Errorf("write %q: %w", f.name, err)
 	}
-	if err := m.spend(int64(len(p))); err != nil {
-		return 0, fmt.Errorf("write %q: %w", f.name, err)
+	n, err := m.spend(off, int64(len(p)))
+	if n > 0 {
+		f.ino.write(p[:n], off)
+		m.stats.BytesWritten += n
 	}
-	f.ino.write(p, off)
-	m.stats.BytesWritten += int64(len(p))
+	if err != nil {
+		return int(n), fmt.Errorf("write %q: %w", f.name, err)
+	}
 	return len(p), nil
 }
 

@@ -282,6 +282,25 @@ func TestWriteBudgetFillsTheDisk(t *testing.T) {
 	assert.EqualValues(t, 2, m.Stats().NoSpaceErrors)
 }
 
+// A write that fills the disk is short, as Linux's write(2) is: it writes
+// the pages there was room for, up to a page boundary, and says how much.
+func TestWriteThatFillsTheDiskIsShort(t *testing.T) {
+	m := faults.NewMemFS(1)
+	f := open(t, m.Process(1), "db")
+	m.SetWriteBudget(5000)
+	n, err := f.WriteAt(bytes.Repeat([]byte{7}, 10000), 100)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
+	assert.Equal(t, 4096-100, n, "written up to the last page boundary the room reaches")
+	assert.Equal(t, append(make([]byte, 100), bytes.Repeat([]byte{7}, n)...), contents(t, m, 1, "db"))
+	assert.EqualValues(t, n, m.Stats().BytesWritten)
+
+	n, err = f.WriteAt(bytes.Repeat([]byte{8}, 8192), 4096)
+	require.ErrorIs(t, err, vfs.ErrNoSpace)
+	assert.Zero(t, n, "less than a page of room left: nothing is written")
+	write(t, f, bytes.Repeat([]byte{9}, 1000), 4096) // what fits still goes
+	assert.EqualValues(t, 2, m.Stats().NoSpaceErrors)
+}
+
 func TestFailAtFailsTheNthCall(t *testing.T) {
 	m := faults.NewMemFS(1)
 	f := open(t, m.Process(1), "db")
