@@ -43,7 +43,9 @@
 //     applied on its own: one that fails leaves its key unchanged and the
 //     others still apply. Err is ErrNone.
 //   - Leases and keys are separate namespaces.
-//   - Bad input (an empty key or lease name, an empty lease owner, a Lease
-//     or Renew ttl <= 0, a nested Update, Flush or Sweep, a Flush sub-input
-//     that is not IncrBy) gives ErrInvalid and changes nothing.
+//   - Bad input (a key or lease name empty, over 1 KiB, not UTF-8 or
+//     holding NUL; a lease owner empty or over 1 KiB; a Set value, or a CAS
+//     Expected or New, of bytes over 1 MiB; a Lease or Renew ttl <= 0; a
+//     nested Update, Flush or Sweep; a Flush sub-input that is not IncrBy)
+//     gives ErrInvalid and changes nothing.
 package model

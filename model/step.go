@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Step applies in to s and returns the new state and the answer. It never
 // modifies s or in: the returned State is a fresh copy whenever anything
@@ -67,20 +70,17 @@ func Refuses(in Input) bool { return invalid(in) }
 func invalid(in Input) bool {
 	switch in.Kind {
 	case CAS:
-		return in.Key == "" || (in.TTLMillis > 0 && in.New == nil)
-	case Get, Set, IncrBy, Expire, TTL:
-		return in.Key == ""
+		return badKey(in.Key) || badValue(in.Expected) || badValue(in.New) || (in.TTLMillis > 0 && in.New == nil)
+	case Set:
+		return badKey(in.Key) || badValue(&in.Value)
+	case Get, IncrBy, Expire, TTL:
+		return badKey(in.Key)
 	case Release:
-		return in.Key == "" || in.Owner == ""
+		return badKey(in.Key) || badOwner(in.Owner)
 	case Del:
-		for _, k := range in.Keys {
-			if k == "" {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(in.Keys, badKey)
 	case Lease, Renew:
-		return in.Key == "" || in.Owner == "" || in.TTLMillis <= 0
+		return badKey(in.Key) || badOwner(in.Owner) || in.TTLMillis <= 0
 	case Sweep:
 		return false
 	case Update:
