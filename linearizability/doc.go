@@ -21,7 +21,9 @@
 //
 // When the recorder read the rows the file recovered to after a power loss
 // (Op.Recovered), each partition it names is held to its row: the PowerLoss
-// continues from that row, and fails when it is no candidate. The state
+// continues from that row, and fails when it is no candidate. A key or
+// lease it names that no call touched is a partition too, whose only
+// candidate is absent. The state
 // then keeps, beside the current row, only whether that row is a
 // candidate, so every order of the same commits that passes it is one
 // state, where each order was a set of candidates of its own.

@@ -138,8 +138,9 @@ type Op struct {
 	// Recovered, on a PowerLoss event only, is what the recorder read of
 	// the file once it recovered after the loss, before any later call:
 	// the check holds each partition it names to its row there, which must
-	// be one the power loss may roll back to. nil, or a partition it does
-	// not name: any of those rows will do.
+	// be one the power loss may roll back to (for a key or lease no call
+	// touched, only absent). nil, or a partition it does not name: any of
+	// those rows will do.
 	Recovered *Recovery `json:"recovered,omitempty"`
 }
 

@@ -39,8 +39,19 @@ func project(history []Op, skip map[int]bool) projection {
 		switch op.Event {
 		case PowerLoss:
 			powerLosses = append(powerLosses, op.Call)
-			if op.Recovered != nil {
-				recovered[op.Call] = op.Recovered
+			if rec := op.Recovered; rec != nil {
+				recovered[op.Call] = rec
+				// A name no call touched is a partition too: its
+				// only row before the loss is absent, and the check
+				// holds the recovered row to that.
+				for _, k := range rec.Keys {
+					p := partition{key: k}
+					pr.parts[p.String()] = p
+				}
+				for _, l := range rec.Leases {
+					p := partition{lease: true, key: l}
+					pr.parts[p.String()] = p
+				}
 			}
 		case Verb:
 			clients[op.Client] = true

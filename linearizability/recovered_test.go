@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/statekit/statekit/model"
@@ -102,6 +103,24 @@ func TestRecoveredHistories(t *testing.T) {
 		{name: "a FULL grant recovered", verdict: Ok, history: []Op{
 			full(do(0, 1, 2, t0, lease("l", "o1"), token(1, t0+100))),
 			recoveredAt(5, nil, []string{"l"}, nil, map[string]model.LeaseRow{"l": {Owner: "o1", Token: 1, ExpiresAt: t0 + 100}}),
+		}},
+		// The recorder names a key no call touched (a short run): the
+		// only row it may recover to is absent.
+		{name: "a key no call touched recovered absent", verdict: Ok, history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			recoveredAt(5, []string{"a", "z"}, []string{"l"}, row(1), nil),
+		}},
+		{name: "a key no call touched recovered with a row", verdict: Illegal, partition: "k:z", mentions: "power loss", history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			recoveredAt(5, []string{"a", "z"}, nil, map[string]model.Entry{"a": {Value: model.Int(1)}, "z": {Value: model.Int(5)}}, nil),
+		}},
+		{name: "a lease no call granted recovered with a row", verdict: Illegal, partition: "l:l", mentions: "power loss", history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			recoveredAt(5, nil, []string{"l"}, nil, map[string]model.LeaseRow{"l": {Owner: "o1", Token: 3, ExpiresAt: t0 + 100}}),
+		}},
+		{name: "a key whose only call was refused recovered with a row", verdict: Illegal, partition: "k:z", mentions: "power loss", history: []Op{
+			do(0, 1, 2, t0, model.Input{Kind: model.Set, Key: "z", Value: model.Bytes(strings.Repeat("x", 1<<20+1))}, model.Output{Err: model.ErrInvalid}),
+			recoveredAt(5, []string{"z"}, nil, map[string]model.Entry{"z": {Value: model.Int(5)}}, nil),
 		}},
 		{name: "the recovery of each power loss holds its own era", verdict: Ok, history: []Op{
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
