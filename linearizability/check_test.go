@@ -487,6 +487,16 @@ func TestMalformed(t *testing.T) {
 	res = Check([]Op{do(0, 1, 2, t0, model.Input{Kind: model.Update, Ops: []model.Input{incr("a")}},
 		model.Output{Err: model.ErrNotInteger})}, 0)
 	require.Error(t, res.Err, "a failed update answers the failing sub-input")
+	// Refused by a sub-input it reached, so it answers that sub-input;
+	// left without, it would be checked against nothing (the renew
+	// before it fails on a lease not held).
+	res = Check([]Op{do(0, 1, 2, t0, renewThenBadCAS(), model.Output{Err: model.ErrInvalid})}, 0)
+	require.Error(t, res.Err, "an update refused by a sub-input answers the sub-input")
+	assert.Contains(t, res.Err.Error(), "0 sub-outputs")
+	res = Check([]Op{do(0, 1, 2, t0, model.Input{Kind: model.Update, Ops: []model.Input{{Kind: model.Flush}}},
+		model.Output{Err: model.ErrInvalid})}, 0)
+	require.NoError(t, res.Err, "an update the spec refuses before any sub-input answers none")
+	require.Equal(t, Ok, res.Verdict, res.Description)
 	res = Check([]Op{do(0, 1, 9, t0, get("a"), notFound), PowerLossAt(5)}, 0)
 	require.Error(t, res.Err)
 	assert.Contains(t, res.Err.Error(), "record it as unknown")

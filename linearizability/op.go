@@ -195,7 +195,8 @@ func (op Op) String() string {
 // verb, a known outcome that returns before its call or after a PowerLoss
 // it started before, or an Update whose sub-outputs do not fit its
 // sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
-// that failed otherwise).
+// that failed otherwise, a sub-input refused as invalid included: only an
+// Update the spec refuses before running any, model.Refuses, answers none).
 func Validate(history []Op) error {
 	var powerLosses []int64
 	for _, op := range history {
@@ -230,8 +231,8 @@ func Validate(history []Op) error {
 		if j, _ := slices.BinarySearch(powerLosses, op.Call+1); j < len(powerLosses) && powerLosses[j] < op.Return {
 			return fmt.Errorf("op %d (%s): returns after the power loss at %d (record it as unknown)", i, op, powerLosses[j])
 		}
-		if op.Input.Kind != model.Update || op.Output.Err == model.ErrInvalid {
-			continue
+		if op.Input.Kind != model.Update || op.Output.Err == model.ErrInvalid && model.Refuses(op.Input) {
+			continue // refused before any sub-input ran: it answers none
 		}
 		subs, ops := len(op.Output.Sub), len(op.Input.Ops)
 		switch op.Output.Err {
