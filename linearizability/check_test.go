@@ -497,6 +497,19 @@ func TestMalformed(t *testing.T) {
 		model.Output{Err: model.ErrInvalid})}, 0)
 	require.NoError(t, res.Err, "an update the spec refuses before any sub-input answers none")
 	require.Equal(t, Ok, res.Verdict, res.Description)
+	// A power loss over an interval could be placed after the calls of
+	// the reboot and roll them back: here the Set at 15, made durable at
+	// 20, read as lost after the power loss at 60.
+	res = Check([]Op{
+		{Event: PowerLoss, Call: 10, Return: 40},
+		do(0, 15, 16, t0, set("a", model.Int(1)), ok),
+		do(0, 17, 18, t0, get("a"), val(model.Int(1))),
+		DurableWithin(20, 20),
+		PowerLossAt(60),
+		do(0, 70, 71, t0, get("a"), notFound),
+	}, 0)
+	require.Error(t, res.Err, "a power loss is an instant")
+	assert.Contains(t, res.Err.Error(), "(power loss at 10) returns at 40")
 	res = Check([]Op{do(0, 1, 9, t0, get("a"), notFound), PowerLossAt(5)}, 0)
 	require.Error(t, res.Err)
 	assert.Contains(t, res.Err.Error(), "record it as unknown")

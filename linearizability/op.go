@@ -192,8 +192,8 @@ func (op Op) String() string {
 }
 
 // Validate reports the first malformed op of history: an unknown event or
-// verb, a known outcome that returns before its call or after a PowerLoss
-// it started before, or an Update whose sub-outputs do not fit its
+// verb, a PowerLoss whose Return is not its Call, a known outcome that
+// returns before its call or after a PowerLoss it started before, or an Update whose sub-outputs do not fit its
 // sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
 // that failed otherwise, a sub-input refused as invalid included: only an
 // Update the spec refuses before running any, model.Refuses, answers none).
@@ -211,6 +211,9 @@ func Validate(history []Op) error {
 		}
 		switch op.Event {
 		case PowerLoss, Durable:
+			if op.Event == PowerLoss && op.Return != op.Call {
+				return fmt.Errorf("op %d (%s) returns at %d: a power loss is an instant, its return its call", i, op, op.Return)
+			}
 			if op.Return < op.Call {
 				return fmt.Errorf("op %d (%s): returns before its call", i, op)
 			}
