@@ -98,9 +98,10 @@ func (r Result) WriteHTML(path string) error {
 // Operations answered model.ErrInvalid changed nothing and are left out,
 // after checking that the spec refuses them too (an Update refused for one
 // of its sub-inputs is checked against the model instead: whether that
-// sub-input is reached depends on the state); so are reads (Get, TTL,
-// an Update that only reads or aborts) whose answer a crash or power loss
-// hid.
+// sub-input is reached depends on the state); so are calls whose answer a
+// crash or power loss hid that the spec refuses in every state
+// (model.Refuses), and reads (Get, TTL, an Update that only reads or
+// aborts) whose answer was lost.
 func Check(history []Op, timeout time.Duration) Result {
 	return check(history, timeout, true)
 }
@@ -213,6 +214,12 @@ func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 		refused[i] = true
 	}
 	for i, op := range history {
+		if op.Event == Verb && op.Unknown && model.Refuses(op.Input) {
+			// The spec refuses it in every state: whatever answer was
+			// lost, it changed nothing. Left in, a Del refused for one
+			// of its keys could delete the others.
+			refused[i] = true
+		}
 		if dropUnknownReads && op.Event == Verb && op.Unknown && pureRead(op.Input) {
 			// A read whose answer was lost changed nothing and is checked
 			// against nothing: it fits anywhere in its interval, whatever

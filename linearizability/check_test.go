@@ -452,12 +452,34 @@ func TestRefusedInput(t *testing.T) {
 			do(0, 3, 4, t0, renewThenBadCAS(), model.Output{Err: model.ErrInvalid,
 				Sub: []model.Output{{ExpiresAt: t0 + 100}, {Err: model.ErrInvalid}}}),
 		}},
+		// A Del the spec refuses for one of its keys deletes none: the
+		// Update it ends leaves its other keys as they were.
+		{name: "update refused by a del of a bad key", verdict: Ok, history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			do(0, 3, 4, t0, model.Input{Kind: model.Update, Ops: []model.Input{incr("a"), delKeys("a", "")}},
+				model.Output{Err: model.ErrInvalid, Sub: []model.Output{n(2), {Err: model.ErrInvalid}}}),
+			do(0, 5, 6, t0, get("a"), val(model.Int(1))),
+		}},
+		{name: "update refused by a del of a bad key deleted a good one", verdict: Illegal, partition: "k:a", mentions: `get("a")`, history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			do(0, 3, 4, t0, model.Input{Kind: model.Update, Ops: []model.Input{delKeys("a", "")}},
+				model.Output{Err: model.ErrInvalid, Sub: []model.Output{{Err: model.ErrInvalid}}}),
+			do(0, 5, 6, t0, get("a"), notFound),
+		}},
+		{name: "a lost call the spec refuses took no effect", verdict: Illegal, partition: "k:a", mentions: `get("a")`, history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			unknown(0, 3, t0, delKeys("a", "")),
+			do(1, 5, 6, t0, get("a"), notFound),
+		}},
 		{name: "update refused by a sub-input it cannot reach", verdict: Illegal, partition: "l:l", mentions: "#0", history: []Op{
 			do(0, 1, 2, t0, renewThenBadCAS(), model.Output{Err: model.ErrInvalid,
 				Sub: []model.Output{{ExpiresAt: t0 + 100}, {Err: model.ErrInvalid}}}),
 		}},
 	})
 }
+
+// delKeys is a Del of keys.
+func delKeys(keys ...string) model.Input { return model.Input{Kind: model.Del, Keys: keys} }
 
 // renewThenBadCAS is an Update that renews lease l for owner o, token 1,
 // then runs a CAS the spec refuses.

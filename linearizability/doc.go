@@ -62,7 +62,8 @@
 // went out. Keep unknown outcomes few and bounded: each doubles the states
 // to search while it is open. A read (Get, TTL, an Update that only reads or
 // aborts) whose answer was lost is left out: it changed nothing and is checked against nothing, so it fits
-// anywhere in its interval.
+// anywhere in its interval. So is a call the spec refuses in every state
+// (model.Refuses): it changed nothing either.
 //
 // # Partitions and what they do not check
 //
@@ -70,7 +71,9 @@
 // leases, checked one at a time in sorted order. A verb on several keys (Del
 // of several keys, an Update, a buffered-increment Flush) is projected into
 // each key's partition with the same call and return times; Del's count
-// checks each key only when it is 0 or the number of distinct keys. Sweep
+// checks each key only when it is 0 or the number of distinct keys, and a
+// Del in an Update that the spec refuses for a bad key goes only to that
+// key's partition (it deletes none of the others). Sweep
 // goes to every key partition, its count checked only when it is 0. PowerLoss
 // and Durable events go to every partition, and every committed FULL write is
 // also a Durable event in every other partition.

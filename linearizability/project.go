@@ -285,7 +285,8 @@ type subGroup struct {
 }
 
 // groupSubs groups the first n sub-inputs by partition, in partition-name
-// order, splitting a Del over several keys into one-key Dels.
+// order, splitting a Del over several keys into one-key Dels (a Del the
+// spec refuses into those of the keys it refuses for: it deletes nothing).
 func groupSubs(ops []model.Input, n int) []subGroup {
 	byName := map[string]*subGroup{}
 	var names []string
@@ -306,8 +307,16 @@ func groupSubs(ops []model.Input, n int) []subGroup {
 	for idx, sub := range ops[:n] {
 		if sub.Kind == model.Del {
 			keys := distinct(sub.Keys)
+			refused := model.Refuses(sub)
 			for _, k := range keys {
-				addSub(partition{key: k}, model.Input{Kind: model.Del, Keys: []string{k}}, idx, len(keys))
+				part := model.Input{Kind: model.Del, Keys: []string{k}}
+				if refused && !model.Refuses(part) {
+					// Refused for another of its keys, the Del
+					// deletes nothing here: this key's part of the
+					// Update is rolled back by another partition's.
+					continue
+				}
+				addSub(partition{key: k}, part, idx, len(keys))
 			}
 			continue
 		}
