@@ -132,9 +132,13 @@ func (w *world) step() {
 				w.hide(c)
 			}
 		}
-		w.history = append(w.history, PowerLossAt(w.tick()))
+		loss := PowerLossAt(w.tick())
 		w.cur = w.since[r.IntN(len(w.since))]
 		w.since = []model.State{w.cur}
+		if r.IntN(2) == 0 { // the recorder read the rows it recovered to
+			loss.Recovered = recovery(w.cur)
+		}
+		w.history = append(w.history, loss)
 		w.tick()
 	case a < 79: // a checkpoint or a FULL commit the history does not show
 		at := w.tick()
@@ -143,6 +147,24 @@ func (w *world) step() {
 	default: // time passes
 		w.vnow += r.Int64N(5)
 	}
+}
+
+// recovered are the keys and leases a recovery reads: those calls touch,
+// and c, which none does.
+var recovered = []string{"a", "b", "c"}
+
+// recovery returns the rows of the recovered keys and leases in s.
+func recovery(s model.State) *Recovery {
+	rows := model.NewState()
+	for _, k := range recovered {
+		if e, ok := s.KV[k]; ok {
+			rows.KV[k] = e
+		}
+		if l, ok := s.Leases[k]; ok {
+			rows.Leases[k] = l
+		}
+	}
+	return &Recovery{Keys: recovered, Leases: recovered, State: rows}
 }
 
 // apply makes client c's call take effect now.
@@ -243,6 +265,45 @@ func TestCorruptedReferenceHistoriesFail(t *testing.T) {
 }
 
 func itoa(i int) string { return model.Int(int64(i)).String() }
+
+// A recovered row no commit left fails the check in its partition: a value
+// never written, a token never granted, or any row of the key and lease c,
+// which no call touches.
+func TestCorruptedRecoveredRowsFail(t *testing.T) {
+	corrupted := 0
+	rapid.Check(t, func(t *rapid.T) {
+		history := run(t)
+		var losses []int
+		for i, op := range history {
+			if op.Recovered != nil {
+				losses = append(losses, i)
+			}
+		}
+		if len(losses) == 0 {
+			return
+		}
+		i := losses[rapid.IntRange(0, len(losses)-1).Draw(t, "power loss")]
+		name := rapid.SampledFrom(recovered).Draw(t, "name")
+		rec := *history[i].Recovered
+		rec.State = rec.State.Clone()
+		partition := "k:" + name
+		if rapid.Bool().Draw(t, "lease") {
+			partition = "l:" + name
+			row := rec.State.Leases[name]
+			row.Owner, row.Token = "o1", row.Token+1000
+			rec.State.Leases[name] = row
+		} else {
+			rec.State.KV[name] = model.Entry{Value: model.Int(123_456_789)}
+		}
+		history[i].Recovered = &rec
+		corrupted++
+		res := Check(history, 20*time.Second)
+		require.NoError(t, res.Err)
+		require.Equal(t, Illegal, res.Verdict, "power loss #%d recovered to a row never written in %s", i, partition)
+		require.Equal(t, partition, res.Partition)
+	})
+	require.Positive(t, corrupted)
+}
 
 // Leaving out the reads whose answer was lost changes no verdict, on
 // histories of a correct store and on the same with one known answer
