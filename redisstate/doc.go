@@ -81,9 +81,13 @@
 //
 // A lease hash is never deleted and never given a Redis TTL, so the next
 // grant of a name always sees the last token and hands out token+1.
-// Check reports values without a valid tag, lease hashes with a missing
-// field or a token under 1, and keys of another Redis type under the
-// store's prefix.
+// Check reports values without a valid tag, damaged lease hashes, and
+// keys of another Redis type under the store's prefix. A lease hash is
+// damaged when a field is missing, the owner is empty, the token is not a
+// decimal integer of at least 1 as statekit writes it, or expires is not 1
+// to 15 decimal digits. Every verb reads a hash by these same rules: Lease,
+// Renew and Release, inside Update too, return state.ErrCorrupt naming the
+// lease and leave the hash as it is, and Leases returns ErrCorrupt.
 //
 // A value another client wrote under the prefix without a tag (with prefix
 // app:, redis-cli SET app:k:hits 12) is not read as an integer or as

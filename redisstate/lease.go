@@ -169,10 +169,7 @@ func (s *store) Renew(ctx context.Context, l *state.Lease, ttl int64) error {
 	if err != nil {
 		return err
 	}
-	if code, err := r.int(0); err != nil || code != codeOK {
-		if err == nil {
-			err = state.ErrLeaseLost
-		}
+	if err := leaseAnswer(r, l.Name); err != nil {
 		return err
 	}
 	until, err := r.int(1)
@@ -189,14 +186,27 @@ func (s *store) Release(ctx context.Context, l *state.Lease) error {
 	if err != nil {
 		return err
 	}
-	if code, err := r.int(0); err != nil || code != codeOK {
-		if err == nil {
-			err = state.ErrLeaseLost
-		}
+	if err := leaseAnswer(r, l.Name); err != nil {
 		return err
 	}
 	l.Expires = time.UnixMilli(r.now())
 	return nil
+}
+
+// leaseAnswer is the error of a Renew or Release script's answer: nil
+// when it moved the lease, ErrLeaseLost when the lease is no longer held,
+// ErrCorrupt naming the lease for a damaged hash (left as it was).
+func leaseAnswer(r reply, name string) error {
+	code, err := r.int(0)
+	switch {
+	case err != nil:
+		return err
+	case code == codeOK:
+		return nil
+	case code == codeDamaged:
+		return damaged("lease", name)
+	}
+	return state.ErrLeaseLost
 }
 
 // waitTimeout bounds how long a grant waits for its replicas (WAIT), unless

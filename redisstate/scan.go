@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -256,20 +255,9 @@ func (r rawLease) info(now int64) (state.LeaseInfo, string) {
 	if r.err != nil {
 		return state.LeaseInfo{}, r.err.Error()
 	}
-	owner, _ := r.owner.(string)
-	ts, _ := r.token.(string)
-	es, _ := r.expires.(string)
-	token, terr := strconv.ParseInt(ts, 10, 64)
-	at, eerr := strconv.ParseInt(es, 10, 64)
-	switch {
-	case owner == "":
-		return state.LeaseInfo{}, "owner is missing or empty"
-	case terr != nil || strconv.FormatInt(token, 10) != ts:
-		return state.LeaseInfo{}, fmt.Sprintf("token %q is not an integer", ts)
-	case token < 1:
-		return state.LeaseInfo{}, fmt.Sprintf("token %d is less than 1", token)
-	case eerr != nil || at < 0:
-		return state.LeaseInfo{}, fmt.Sprintf("expires %q is not a time in ms", es)
+	owner, token, at, bad := leaseHash(r.owner, r.token, r.expires)
+	if bad != "" {
+		return state.LeaseInfo{}, bad
 	}
 	l := state.LeaseInfo{Name: r.name, Owner: owner, Token: token}
 	switch {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -688,10 +687,8 @@ func (t *tx) lease(name string) (*leaseState, error) {
 	}
 	ls := &leaseState{}
 	if f[0] != nil || f[1] != nil || f[2] != nil {
-		owner, _ := f[0].(string)
-		token, err1 := strconv.ParseInt(fmt.Sprint(f[1]), 10, 64)
-		expires, err2 := strconv.ParseInt(fmt.Sprint(f[2]), 10, 64)
-		if owner == "" || err1 != nil || err2 != nil || token < 1 || expires < 0 {
+		owner, token, expires, bad := leaseHash(f[0], f[1], f[2])
+		if bad != "" {
 			return nil, damaged("lease", name)
 		}
 		ls.exists, ls.owner, ls.token, ls.expires = true, owner, token, deadline{abs: expires}

@@ -6,17 +6,12 @@
 -- it is: a token must never start over).
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'owner', 'token', 'expires')
-local owner, token, expires = f[1], f[2], f[3]
-local h, l, at = 0, 0, 0
-if owner or token or expires then
-  h, l = token_value(token)
-  at = deadline_value(expires)
-  if not h or not at or not owner or owner == '' then
-    return {3, '', '', now}
-  end
-end
+local found, owner, h, l, at = lease_fields(f)
+if not found then return {3, '', '', now} end
+local token = f[2]
+if found == 'none' then h, l, at = 0, 0, 0 end
 if at > now and owner ~= ARGV[1] then
-  return {5, owner, expires, now}
+  return {5, owner, f[3], now}
 end
 if at <= now then
   h, l = add(h, l, 0, 1)

@@ -141,3 +141,19 @@ local function deadline_value(s)
   return tonumber(s)
 end
 
+-- lease_fields reads a lease hash as HMGET owner token expires returned
+-- it: 'none' for a name never granted (no field at all); nil for a damaged
+-- hash (a field missing, an empty owner, a token that token_value refuses,
+-- a deadline that deadline_value refuses); else 'ok', the owner, the token
+-- as a pair and the deadline. Every lease script reads a hash through it,
+-- and redisstate's Go code by the same rules (leasehash.go), so a damaged
+-- hash is damaged to every verb and never rewritten.
+local function lease_fields(f)
+  local owner, token, expires = f[1], f[2], f[3]
+  if not owner and not token and not expires then return 'none' end
+  local h, l = token_value(token)
+  local at = deadline_value(expires)
+  if not h or not at or not owner or owner == '' then return nil end
+  return 'ok', owner, h, l, at
+end
+
