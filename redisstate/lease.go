@@ -114,6 +114,9 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if s.closed.Load() {
 		return nil, state.ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("statekit: %w", err)
+	}
 	gen, err := s.checkDurable(ctx)
 	if err != nil {
 		return nil, err

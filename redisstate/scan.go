@@ -24,6 +24,9 @@ func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("statekit: %w", err)
+	}
 	match := redisurl.GlobEscape(prefix) + "*"
 	var mu sync.Mutex
 	seen := map[string]bool{}

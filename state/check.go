@@ -36,6 +36,11 @@ func (db *DB) Check(ctx context.Context) ([]string, error) {
 		f, err := viaRemote(db, func(r remote) ([]string, error) { return r.Check(ctx) })
 		return f, db.named("check", "", err)
 	}
+	if err := ctx.Err(); err != nil {
+		// Before the expected schema is built, so that the message says
+		// what ended the call, as every verb's does.
+		return nil, db.named("check", "", fmt.Errorf("statekit: %w", err))
+	}
 	want, err := expectedSchema(ctx)
 	if err != nil {
 		return nil, db.named("check", "", err)

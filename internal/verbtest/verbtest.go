@@ -84,7 +84,7 @@ func allCases() []verbCase {
 	var all []verbCase
 	for _, family := range [][]verbCase{
 		kvCases, counterCases, casCases, expireCases, expiryCases,
-		leaseCases, txCases, bufferedCases, listCases, handleCases, inputCases,
+		leaseCases, txCases, bufferedCases, listCases, handleCases, inputCases, ctxCases,
 	} {
 		all = append(all, family...)
 	}
