@@ -124,12 +124,15 @@ func (d *driver) readNotes() error {
 // Redis, the death of the last server its command could have reached,
 // when earlier (boundByOutage). A flush that wrote nothing and put its deltas back (recorded
 // with no increments), a sweep that deleted nothing (a Del of no keys),
-// and a call the server refused (a refused note) are left out.
+// and a call the server refused (a refused note) are left out. An op
+// without its answer in a worker that exited cleanly is reported
+// (unanswered).
 func (d *driver) history() ([]linearizability.Op, error) {
 	journals := make([][]linearizability.Op, 0, len(d.procs))
 	for i, p := range d.procs {
 		refused := map[opID]bool{}
 		heard := map[opID]int64{} // when an uncertain call's error returned
+		noted := map[opID]bool{}  // an op whose error a note tells
 		for _, n := range d.notes[i] {
 			switch n.Kind {
 			case noteRefused:
@@ -137,7 +140,11 @@ func (d *driver) history() ([]linearizability.Op, error) {
 			case noteUncertain:
 				heard[opID{n.Client, n.Seq}] = n.Return
 			}
+			if n.Kind != noteBuffered {
+				noted[opID{n.Client, n.Seq}] = true
+			}
 		}
+		cleanly := !p.killed && p.exitErr == nil
 		f, err := os.Open(p.cfg.Journal)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // killed before it opened its journal
@@ -154,6 +161,9 @@ func (d *driver) history() ([]linearizability.Op, error) {
 		for _, op := range ops {
 			if !p.owns(op.Client) {
 				return nil, fmt.Errorf("stress: %s: op of client %d", p.cfg.Journal, op.Client)
+			}
+			if cleanly && op.Unknown && op.Return <= op.Call && !noted[opID{op.Client, op.Seq}] {
+				d.unanswered(p, op)
 			}
 			switch {
 			case op.Input.Kind == model.Flush && len(op.Input.Ops) == 0, op.Input.Kind == model.Del && len(op.Input.Keys) == 0:
@@ -188,6 +198,21 @@ func (d *driver) history() ([]linearizability.Op, error) {
 		journals = append(journals, kept)
 	}
 	return linearizability.Merge(journals...), nil
+}
+
+// unanswered reports op, which its worker journalled as begun and never
+// answered, nor noted an error for, though the worker exited cleanly:
+// nothing cut it, so the engine left it unfinished. Taken as unknown, it
+// would hide what it lost: a flush that Close began and never ended lost
+// its increments, and the checks would count them as taken, and as
+// increments that may not have applied.
+func (d *driver) unanswered(p *proc, op linearizability.Op) {
+	if op.Input.Kind == model.Flush {
+		d.report.violate(KindBuffered, "worker %s closed cleanly, but its flush #%d (%s) never ended: the increments it took may never have been written",
+			p.name(), op.Seq, op.Input)
+		return
+	}
+	d.report.violate(KindWorker, "worker %s exited cleanly, but c%d #%d %s never answered", p.name(), op.Client, op.Seq, op.Input)
 }
 
 // count fills the report's call figures and the clock spread.

@@ -37,7 +37,8 @@
 //     included): every increment that returned is counted, each returned
 //     a different value, and the final value lies within the unknown
 //     ones; each worker's flushes took no more than its callers buffered,
-//     and all of it when it closed cleanly;
+//     and all of it when it closed cleanly, where every op it began, a
+//     flush included, has its answer or a noted error (nothing cut it);
 //   - clocks: no worker ran at an engine time before one a call that
 //     returned before it started had used (the high-water mark carries
 //     time across kills); on the real clock, each worker's engine time

@@ -27,7 +27,8 @@ const (
 	// increments returned the same value.
 	KindCounter = checks.KindCounter
 	// KindBuffered: a worker's flushes took more buffered increments than
-	// its callers buffered, or a clean close left some unwritten.
+	// its callers buffered, or a clean close left some unwritten (or
+	// began a flush it never ended).
 	KindBuffered = checks.KindBuffered
 	// KindClock: a worker's engine time did not move with CLOCK_MONOTONIC
 	// while it ran, or started behind a time a finished call had used.
@@ -40,7 +41,8 @@ const (
 	// integrity_check, or a file could not be read back.
 	KindIntegrity = "integrity"
 	// KindWorker: a worker failed to open the file, crashed, exited by
-	// itself or did not stop.
+	// itself or did not stop, or exited cleanly with a call it began
+	// unanswered.
 	KindWorker = "worker"
 	// KindCheckLimit: the linearizability check reached Config.CheckLimit
 	// before it had checked every epoch: what it checked passed, the rest
