@@ -212,3 +212,26 @@ func TestOpenNeverCreatesThroughASymlink(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 }
+
+// TestNilClockAndFSAreTheDefaults: WithClock(nil) and WithFS(nil) open as
+// if the option were not given (the operating system's clock, the native
+// VFS on the real file), as their doc comments say.
+func TestNilClockAndFSAreTheDefaults(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "nil.state")
+	before := time.Now()
+	db, err := state.Open(path, state.WithClock(nil), state.WithFS(nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.NoError(t, db.Set(ctx, "k", 1))
+	now := db.Now()
+	assert.False(t, now.Before(before.Add(-time.Second)) || now.After(time.Now().Add(time.Second)),
+		"db.Now() %v is the system's time (read %v before Open)", now, before)
+	// The native VFS wrote the real file: a second, default handle reads it.
+	other, err := state.Open(path)
+	require.NoError(t, err)
+	defer other.Close()
+	v, err := other.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "1", v.String())
+}

@@ -89,14 +89,15 @@ func init() {
 type Option func(*config)
 
 // WithClock makes the engine read time from c instead of the operating
-// system. The simulator and tests inject a clock they step by hand.
+// system. The simulator and tests inject a clock they step by hand. A nil c
+// is the operating system's clock, as without the option.
 func WithClock(c Clock) Option { return func(cfg *config) { cfg.clock = c } }
 
 // WithFS makes the engine reach the file through fs, by a Go SQLite VFS,
 // instead of SQLite's native unix VFS. The simulator passes a faults.MemFS
 // process view (a disk that loses power); vfs.OS() runs the same Go path on
 // real files. Without WithFS the engine uses the native VFS, whose locks work
-// across OS processes.
+// across OS processes. A nil fs is the native VFS, as without the option.
 func WithFS(fs vfs.FS) Option { return func(cfg *config) { cfg.fs = fs } }
 
 // check refuses option values that mean nothing.
