@@ -50,9 +50,12 @@ type Lease struct {
 // fencing token. A free name (never granted, expired or released) gets the
 // last token + 1, starting at 1. The same owner asking again while its lease
 // is live gets the same lease and token with the deadline moved to now+ttl,
-// so a retry after a lost reply is safe. A grant is durable before Lease
-// returns (the engine syncs the WAL after its COMMIT), so a power loss never
-// hands a token out twice.
+// so a retry after a lost reply is safe. An owner therefore names one
+// holder: two copies of a job that pass the same owner both get the lease,
+// with the same token, so each copy needs an owner of its own (statectl
+// run's default is HOST:PID). A grant is durable before Lease returns (the
+// engine syncs the WAL after its COMMIT), so a power loss never hands a
+// token out twice.
 //
 // Lease returns a *LeaseHeldError wrapping ErrLeaseHeld when another owner
 // holds it, ErrInvalidKey for a bad name, ErrInvalidArgument for a bad owner
