@@ -110,7 +110,10 @@ var (
 	// ErrOutcomeUnknown is returned by a store opened from a URL when the
 	// connection failed after the verb was sent: the server may or may not
 	// have applied it. A retry of Set, Del, CAS or a lease call by the same
-	// owner is safe; a retry of Incr may count twice.
+	// owner is safe; a retry of Incr may count twice. A retried CAS answers
+	// for the store as the retry finds it: after a first try that swapped,
+	// it reports false (CAS(ctx, k, nil, v) finds k taken, by its own first
+	// try), so read the key back to tell.
 	ErrOutcomeUnknown = errors.New("statekit: outcome unknown")
 	// ErrBackgroundFlush marks, in what Flush or Close returns, the error
 	// of an earlier background flush of IncrBuffered's deltas, which had no
