@@ -45,9 +45,10 @@ func (db *DB) Get(ctx context.Context, key string) (Value, error) {
 
 // Set stores value under key, replacing its value, type and deadline: the
 // old TTL is dropped unless TTL is given. value is an int, int64 (stored as
-// an integer), string or []byte (stored as bytes, never parsed as a number).
-// It returns ErrInvalidKey, ErrInvalidValue or ErrInvalidTTL for bad input,
-// writing nothing.
+// an integer), string or []byte (stored as bytes, never parsed as a number),
+// or a Value as Get returns it (so a value read can be written back, or
+// given to CAS as expected). It returns ErrInvalidKey, ErrInvalidValue or
+// ErrInvalidTTL for bad input, writing nothing.
 func (db *DB) Set(ctx context.Context, key string, value any, opts ...WriteOption) error {
 	v, ttl, err := checkSet(key, value, opts)
 	if err != nil {

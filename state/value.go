@@ -113,7 +113,7 @@ func toValue(x any) (Value, error) {
 	case nil:
 		return Value{}, fmt.Errorf("%w: nil (use Del to delete)", ErrInvalidValue)
 	default:
-		return Value{}, fmt.Errorf("%w: unsupported type %T (want int, int64, string or []byte)", ErrInvalidValue, x)
+		return Value{}, fmt.Errorf("%w: unsupported type %T (want int, int64, string, []byte or state.Value)", ErrInvalidValue, x)
 	}
 	if !v.isInt && len(v.b) > MaxValueBytes {
 		return Value{}, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrInvalidValue, len(v.b), MaxValueBytes)

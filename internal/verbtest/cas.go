@@ -2,6 +2,7 @@ package verbtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,6 +131,9 @@ var casCases = []verbCase{
 			ok, err := c.do()
 			assert.ErrorIs(t, err, c.want, c.name)
 			assert.False(t, ok, c.name)
+			if strings.HasPrefix(c.name, "float") || strings.HasPrefix(c.name, "bool") || strings.HasPrefix(c.name, "struct") {
+				assert.ErrorContains(t, err, "want int, int64, string, []byte or state.Value", "%s: names every type CAS takes", c.name)
+			}
 		}
 		assert.Equal(t, "bytes:a", e.get("k"), "refused input changes nothing")
 		e.noExpiry("k", "refused input gives no deadline")
