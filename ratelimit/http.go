@@ -30,8 +30,10 @@ type HTTPOption func(*middleware)
 // takes (ErrInvalidRequest: empty, too long, not UTF-8; a client's missing
 // or malformed API key), and 500 Internal Server Error otherwise (the file
 // is busy or broken), and in both cases does not call the next handler, so
-// neither a broken limiter nor a bad key lets a request through. fn may log
-// and answer otherwise; it must write the response.
+// neither a broken limiter nor a bad key lets a request through. The default
+// logs nothing and its answer does not say why: pass an fn that logs err to
+// see the cause of a 500. fn may log and answer otherwise; it must write the
+// response.
 func OnError(fn func(w http.ResponseWriter, r *http.Request, err error)) HTTPOption {
 	return func(m *middleware) { m.onError = fn }
 }

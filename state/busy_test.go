@@ -35,6 +35,28 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	return release
 }
 
+// TestZeroBusyTimeoutNeverWaits: WithBusyTimeout(0) means never wait, not
+// no limit: a verb that finds another connection's write lock on the file
+// fails with ErrBusy at once (a busy timeout of zero read as "for ever"
+// would hang here), writes nothing, and the handle goes on once the lock
+// is free.
+func TestZeroBusyTimeoutNeverWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.state")
+	db, err := state.Open(path, state.WithBusyTimeout(0), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	require.NoError(t, db.Set(ctx, "k", "before"))
+	release := holdWriteLock(t, path)
+	err = db.Set(ctx, "k", "during")
+	require.ErrorIs(t, err, state.ErrBusy)
+	release()
+	v, err := db.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "before", v.String(), "the refused Set wrote nothing")
+	require.NoError(t, db.Set(ctx, "k", "after"), "the handle goes on")
+}
+
 // TestBusyTimeoutBoundsTheWholeVerb: a verb queued behind another verb
 // that waits for a lock held elsewhere fails within its own busy timeout,
 // from its call, not its timeout after the one ahead of it gave up. (With

@@ -116,7 +116,9 @@ func (cfg *config) check() error {
 func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 
 // WithBusyTimeout sets how long a verb may wait before it fails with
-// ErrBusy (DefaultBusyTimeout by default). The budget covers the whole
+// ErrBusy (DefaultBusyTimeout by default). Zero never waits: a verb that
+// finds another connection's lock on the file fails with ErrBusy at once.
+// A negative d fails Open with ErrInvalidArgument. The budget covers the whole
 // verb's waits, from its call: for the handle, behind other verbs, a group
 // commit, a background sweep or checkpoint, and for another connection's
 // lock on the file. A verb whose budget went by in the handle's queue still

@@ -17,9 +17,12 @@ FROM kv`
 	statsLeasesSQL = `SELECT count(*) FILTER (WHERE expires_at > ?1), count(*) FROM leases`
 )
 
-// HighWaterLead is the furthest ahead of the engine's time a running writer
-// keeps the file's high-water mark (a writer that started from a mark ahead
-// of the wall clock keeps a shorter lead). A mark further ahead of the wall
+// HighWaterLead (500 ms) is the furthest ahead of the engine's time a
+// running writer keeps the file's high-water mark (a writer that started from
+// a mark ahead of the wall clock keeps a shorter lead, 50 ms). So after a
+// crash the next Open's time may start up to this much past the last time
+// used, and a live deadline (a key's TTL, a lease) ends up to this much
+// early; a clean Close leaves no lead. A mark further ahead of the wall
 // clock than this means the wall clock stepped back, a writer's clock ran
 // ahead, or processes were killed again and again.
 const HighWaterLead = hwmLeadMillis * time.Millisecond
