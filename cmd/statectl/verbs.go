@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -225,6 +226,11 @@ func incrSetup(fs *flag.FlagSet, sign int64) func(*app, []string, []string) erro
 		}
 		defer closeDB(db, path, &err)
 		if err := add(db); err != nil {
+			if errors.Is(err, state.ErrNotInteger) {
+				// set stores its argument as bytes unless told
+				// otherwise: say how to store a counter.
+				err = fmt.Errorf("%w (it holds bytes: set --int stores an integer)", err)
+			}
 			return fileError(path, err)
 		}
 		fmt.Fprintln(a.stdout, n)
