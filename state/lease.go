@@ -97,7 +97,8 @@ func (db *DB) grantAlone(ctx context.Context, grant func() error) error {
 
 // Renew moves the deadline of l to ttl from now and updates l.Expires. It
 // returns ErrLeaseLost once the lease has expired, was released, or a newer
-// token was granted; it never changes the token.
+// token was granted; it never changes the token. A Renew that returns an
+// error leaves l as it was.
 func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 	ms, err := checkHeld(l, ttl)
 	if err != nil {
@@ -108,11 +109,24 @@ func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Renew(ctx, l, ms) })
 		return db.named("renew", subject, err)
 	}
-	return db.named("renew", subject, db.do(ctx, grouped, func(now int64) error { return db.renew(ctx, now, l, ms) }))
+	// The verb works on a copy of l, which l takes only once the verb
+	// succeeded: its statement may run in a group that rolls back, and
+	// then, run again alone, fail (its context ended meanwhile).
+	held, next := *l, *l
+	err = db.do(ctx, grouped, func(now int64) error {
+		next = held
+		return db.renew(ctx, now, &next, ms)
+	})
+	if err != nil {
+		return db.named("renew", subject, err)
+	}
+	*l = next
+	return nil
 }
 
 // Release ends l at once, keeping its token so the next grant gets a higher
-// one. It returns ErrLeaseLost when l is no longer held.
+// one. It returns ErrLeaseLost when l is no longer held. A Release that
+// returns an error leaves l as it was.
 func (db *DB) Release(ctx context.Context, l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
 		return db.named("release", leaseName(l), err)
@@ -121,9 +135,15 @@ func (db *DB) Release(ctx context.Context, l *Lease) error {
 		_, err := viaRemote(db, func(r remote) (struct{}, error) { return struct{}{}, r.Release(ctx, l) })
 		return db.named("release", leaseName(l), err)
 	}
-	if err := db.do(ctx, grouped, func(now int64) error { return db.release(ctx, now, l) }); err != nil {
+	held, next := *l, *l // as Renew: l moves only once the verb succeeded
+	err := db.do(ctx, grouped, func(now int64) error {
+		next = held
+		return db.release(ctx, now, &next)
+	})
+	if err != nil {
 		return db.named("release", leaseName(l), err)
 	}
+	*l = next
 	return nil
 }
 
