@@ -61,7 +61,10 @@ func (db *DB) CAS(ctx context.Context, key string, expected, new any, opts ...Wr
 		ok, err = db.cas(ctx, now, key, exp, nv, ttl)
 		return err
 	})
-	return ok, db.namedKey("cas", key, err)
+	if err != nil {
+		return false, db.namedKey("cas", key, err) // as incrVerb: ok may be a rolled-back run's
+	}
+	return ok, nil
 }
 
 // checkCAS validates CAS's arguments and returns its values and the TTL

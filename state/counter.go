@@ -100,7 +100,12 @@ func (db *DB) incrVerb(ctx context.Context, verb, key string, delta int64, opts 
 		n, err = db.incrBy(ctx, now, key, delta, ttl)
 		return err
 	})
-	return n, db.namedKey(verb, key, err)
+	if err != nil {
+		// n may be the answer of a run in a group that rolled back
+		// (group.go): a failed verb answers nothing else.
+		return 0, db.namedKey(verb, key, err)
+	}
+	return n, nil
 }
 
 func checkIncr(key string, opts []WriteOption) (int64, error) {

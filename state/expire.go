@@ -33,7 +33,10 @@ func (db *DB) Expire(ctx context.Context, key string, ttl time.Duration) (bool, 
 		ok, err = db.expire(ctx, now, key, ttl)
 		return err
 	})
-	return ok, db.namedKey("expire", key, err)
+	if err != nil {
+		return false, db.namedKey("expire", key, err) // as incrVerb: ok may be a rolled-back run's
+	}
+	return ok, nil
 }
 
 // TTL returns the time key has left, NoExpiry for a live key without a

@@ -81,7 +81,7 @@ func (db *DB) Del(ctx context.Context, keys ...string) (int, error) {
 		return err
 	})
 	if err != nil {
-		return n, db.named("del", keysName(keys), err)
+		return 0, db.named("del", keysName(keys), err) // as incrVerb: n may be a rolled-back run's
 	}
 	return n, nil
 }

@@ -79,3 +79,42 @@ func TestGroupedReleaseThatFailsLeavesTheLeaseAsItWas(t *testing.T) {
 	assert.Equal(t, was, *l, "a Release that failed moved the caller's lease")
 	assert.NoError(t, db.Renew(ctx, l, time.Minute), "the file kept the lease held")
 }
+
+// TestGroupedVerbThatFailsAnswersNothingElse: an Incr, CAS, Expire or Del
+// run in a group that rolled back, and then not run alone (its context
+// ended), returns its context's error and the zero value beside it, as any
+// failed verb does, and wrote nothing. Before, it returned the answer of
+// the rolled-back statement with the error: a CAS said it swapped, an
+// Incr gave a count the file never held.
+func TestGroupedVerbThatFailsAnswersNothingElse(t *testing.T) {
+	ctx := context.Background()
+	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := Open("/sim/answers.state", WithFS(faults.NewMemFS(1).Process(1)), WithClock(clock), WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set(ctx, "n", 5))
+
+	var n int64
+	err = groupedBeside(t, db, func(ctx context.Context) (err error) { n, err = db.Incr(ctx, "n"); return err })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, n, "Incr")
+	var swapped bool
+	err = groupedBeside(t, db, func(ctx context.Context) (err error) { swapped, err = db.CAS(ctx, "n", 5, 6); return err })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, swapped, "CAS")
+	var set bool
+	err = groupedBeside(t, db, func(ctx context.Context) (err error) { set, err = db.Expire(ctx, "n", time.Minute); return err })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, set, "Expire")
+	var deleted int
+	err = groupedBeside(t, db, func(ctx context.Context) (err error) { deleted, err = db.Del(ctx, "n"); return err })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, deleted, "Del")
+
+	v, err := db.Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, IntValue(5), v, "a verb that failed wrote")
+	left, err := db.TTL(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, NoExpiry, left, "an Expire that failed wrote")
+}
