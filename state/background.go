@@ -9,7 +9,8 @@ import (
 
 // background runs the production goroutines: a sweeper and a flusher that
 // wait through the Clock (see Sleeper), and a checkpointer (see
-// checkpoint.go). The first two only call Sweep and Flush. Without the
+// checkpoint.go). The first two only sweep, as Sweep does but stopping
+// between transactions once stop began, and flush. Without the
 // checkpointer, SQLite checkpoints on the main connection as it always
 // does. Under a simulator's scheduler (internal/hooks) every goroutine is
 // started, and every wait decided, by the scheduler.
@@ -34,9 +35,10 @@ func (b *background) start(db *DB) {
 	if d := db.cfg.sweepInterval; d > 0 && db.remote == nil { // a remote store expires keys itself
 		b.spawn(db, "sweeper", func() {
 			// Every interval, or sooner after a pass that found a
-			// backlog (sweepPause).
+			// backlog (sweepPause). A pass ends after the transaction
+			// in flight once stop began.
 			for pause := d; b.sleep(db, pause); {
-				n, _ := db.Sweep(context.Background())
+				n, _ := db.sweep(context.Background(), b.stopped.Load)
 				pause = sweepPause(d, n)
 			}
 		})

@@ -10,7 +10,9 @@ import (
 )
 
 // Close flushes buffered increments, stops background work and closes the
-// file. Every later call, Close included, returns ErrClosed.
+// file. Every later call, Close included, returns ErrClosed. A background
+// sweep in flight stops after its transaction, leaving the rest of its
+// backlog (expired keys, absent to every verb) for a later sweep.
 //
 // Close always closes, and returns one error saying what it could not do.
 // Buffered increments it could not write are named in it, key by key (on

@@ -117,13 +117,16 @@ func (db *DB) Sweep(ctx context.Context) (int, error) {
 		n, err := viaRemote(db, func(r remote) (int, error) { return r.Sweep(ctx) })
 		return n, db.named("sweep", "", err)
 	}
-	n, err := db.sweep(ctx)
+	n, err := db.sweep(ctx, nil)
 	return n, db.named("sweep", "", err)
 }
 
 // sweep is Sweep, its errors not yet named: transactions (sweepTxn)
-// queued as batches until every key expired when it began is gone.
-func (db *DB) sweep(ctx context.Context) (int, error) {
+// queued as batches until every key expired when it began is gone, or,
+// for the background sweeper, until stop reports true after one of them:
+// Close began, and waits for the sweeper, which would otherwise hold it
+// until the whole backlog was deleted (seconds for millions of keys).
+func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 	total := 0
 	start := int64(-1) // every transaction deletes what was expired when the sweep began
 	stale := &staleSweep{}
@@ -145,7 +148,7 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 			return err
 		})
 		total += n
-		if err != nil || !more {
+		if err != nil || !more || (stop != nil && stop()) {
 			return total, err
 		}
 	}
