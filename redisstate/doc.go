@@ -32,7 +32,8 @@
 //	                         keeps its token; a Set inside Update, which
 //	                         reads nothing first, is not checked.
 //	allow_unsafe_leases=true grant leases on a server that may lose an
-//	                         acknowledged write (see Leases below)
+//	                         acknowledged write (see Leases below); it
+//	                         does not lift WithSync(SyncFull)'s check
 //	wait_replicas=N          after each lease grant, wait (Redis WAIT, up
 //	                         to 1 s or the context's deadline) until N
 //	                         replicas have it (see Leases below)
@@ -181,9 +182,27 @@
 // crash or an eviction. The check cannot see a server whose settings are
 // changed with CONFIG SET, without a restart, after it.
 //
-// The other verbs do not check: on a server that evicts, a key may vanish
-// before its deadline (with an allkeys-* policy any key, with a volatile-*
-// policy a key with a TTL), which the file engine never does, and Get then
+// On a store opened with state.WithSync(state.SyncFull), which promises
+// that every answered write survives a crash, every write verb makes the
+// same check: Set, Del, the Incr and Decr family, CAS, Expire, Lease,
+// Renew, Release, an Update whose callback wrote (before its EXEC), and
+// Flush of IncrBuffered's increments (which are kept for the next Flush
+// when it is refused). Each fails with state.ErrNotDurable, and writes
+// nothing, on a server with appendfsync everysec (Redis's default), with
+// appendonly no, or that may evict, naming the setting; reads (Get, TTL, Scan, Leases, Stats, Check, an
+// Update that sends no write) are not checked. A write sent over a
+// connection opened since the last check is checked again after its
+// script, as a grant is; when that fails it is state.ErrOutcomeUnknown
+// (with ErrNotDurable when the server may lose it): the write ran, and
+// a retry of an increment could count it twice. allow_unsafe_leases=true
+// does not lift this check, and with SyncFull a grant is checked even
+// when the URL says it: the parameter accepts repeated fencing tokens, and
+// the program, not the URL, asked for every write to be kept; to write
+// on such a server, open without SyncFull.
+//
+// Without SyncFull the other verbs do not check: on a server that evicts,
+// a key may vanish before its deadline (with an allkeys-* policy any key,
+// with a volatile-* policy a key with a TTL), which the file engine never does, and Get then
 // finds it absent as if it had been deleted. Run a store whose keys must
 // last to their deadline on a server with maxmemory-policy noeviction: a
 // write past maxmemory then fails with state.ErrUnavailable (the server's

@@ -142,14 +142,15 @@ func redirect(err error) bool {
 
 // mayHaveRun reports whether a script that failed with err may have
 // written: false only for the errors that say it never ran (the server
-// could not be reached or refused it, the store was closed, the context
+// could not be reached or refused it, the store was closed, SyncFull's
+// durability check refused the server before it was sent, the context
 // ended before it was sent, another script was running, a cross-slot
 // call), true for a lost reply (ErrOutcomeUnknown) and for anything else.
 func mayHaveRun(err error) bool {
 	switch {
 	case errors.Is(err, state.ErrOutcomeUnknown):
 		return true
-	case errors.Is(err, state.ErrUnavailable), errors.Is(err, state.ErrClosed),
+	case errors.Is(err, state.ErrUnavailable), errors.Is(err, state.ErrClosed), errors.Is(err, state.ErrNotDurable),
 		errors.Is(err, state.ErrBusy), errors.Is(err, state.ErrInvalidArgument),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false

@@ -17,20 +17,62 @@ import (
 // optOut says how to lease on a server that may lose writes.
 const optOut = "or add allow_unsafe_leases=true to the URL to accept that a restart, or an eviction, may hand a fencing token out twice"
 
+// syncOptOut says how to write without SyncFull's check. The URL's
+// allow_unsafe_leases does not lift it: that parameter accepts repeated
+// fencing tokens, not lost writes, and the program asked for SyncFull.
+const syncOptOut = "or open the store without state.WithSync(state.SyncFull) to accept that a crash, a restart or an eviction may lose an acknowledged write (allow_unsafe_leases=true does not lift this check)"
+
+// durability says what a durability check guards, for its errors.
+type durability struct {
+	lost    string // what a crash or restart of the server can lose
+	evicted string // what an eviction can do
+	optOut  string // how to do without the check
+}
+
+// needsDurable reports whether a write must first find every server
+// durable: every write of a store opened with state.WithSync(SyncFull),
+// and a lease grant unless the URL says allow_unsafe_leases=true.
+func (s *store) needsDurable(lease bool) bool {
+	return s.syncFull || lease && !s.cfg.allowUnsafe
+}
+
+// durabilityOf is what the check guards for a lease grant (lease) or
+// another write.
+func (s *store) durabilityOf(lease bool) durability {
+	if !s.syncFull {
+		return durability{
+			lost:    "a lease grant it acknowledged",
+			evicted: "it may evict a lease's hash to make room and then hand its fencing token out again, or grant a held lease twice",
+			optOut:  optOut,
+		}
+	}
+	d := durability{
+		lost:    "a write it acknowledged, which the store's state.WithSync(state.SyncFull) promises to keep",
+		evicted: "it may evict a key or a lease's hash to make room, losing a write it acknowledged",
+		optOut:  syncOptOut,
+	}
+	if lease && !s.cfg.allowUnsafe {
+		d.optOut += "; a lease grant then also needs allow_unsafe_leases=true in the URL"
+	}
+	return d
+}
+
 // checkDurable returns an error wrapping ErrNotDurable unless every server
 // of the store keeps every acknowledged write (appendonly yes, appendfsync
 // always) and never evicts a key to make room (maxmemory 0, or the policy
-// noeviction), or the URL opted out. A passed check is kept until the
+// noeviction), or the write needs no check (needsDurable: lease says it
+// is a lease grant). A passed check is kept until the
 // store opens another connection (a server restarted with appendonly no
 // loaded no append-only file: every lease hash is gone, and its next grant
 // would be token 1 again); a failed one is asked again next time. It
 // returns the store's count of connections opened before it checked, for
 // recheckDurable.
-func (s *store) checkDurable(ctx context.Context) (uint64, error) {
+func (s *store) checkDurable(ctx context.Context, lease bool) (uint64, error) {
 	gen := s.conns.Load()
-	if s.cfg.allowUnsafe || s.durableAt.Load() == gen+1 {
+	if !s.needsDurable(lease) || s.durableAt.Load() == gen+1 {
 		return gen, nil
 	}
+	d := s.durabilityOf(lease)
 	var mu sync.Mutex
 	var problems []error
 	problem := func(err error) {
@@ -47,7 +89,7 @@ func (s *store) checkDurable(ctx context.Context) (uint64, error) {
 				var rerr redis.Error
 				if errors.As(err, &rerr) && !isNetError(err) {
 					problem(fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
-						state.ErrNotDurable, addr, err, optOut))
+						state.ErrNotDurable, addr, err, d.optOut))
 					return nil
 				}
 				return err
@@ -55,12 +97,12 @@ func (s *store) checkDurable(ctx context.Context) (uint64, error) {
 			maps.Copy(cfg, got)
 		}
 		if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
-			problem(fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose a lease grant it acknowledged; set appendonly yes and appendfsync always on the server, %s",
-				state.ErrNotDurable, addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), optOut))
+			problem(fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose %s; set appendonly yes and appendfsync always on the server, %s",
+				state.ErrNotDurable, addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), d.lost, d.optOut))
 		}
 		if evicts(cfg["maxmemory"], cfg["maxmemory-policy"]) {
-			problem(fmt.Errorf("%w: redis at %s has maxmemory %s and maxmemory-policy %s, so it may evict a lease's hash to make room and then hand its fencing token out again, or grant a held lease twice; set maxmemory-policy noeviction (or maxmemory 0) on the server, %s",
-				state.ErrNotDurable, addr, cfg["maxmemory"], orNone(cfg["maxmemory-policy"]), optOut))
+			problem(fmt.Errorf("%w: redis at %s has maxmemory %s and maxmemory-policy %s, so %s; set maxmemory-policy noeviction (or maxmemory 0) on the server, %s",
+				state.ErrNotDurable, addr, cfg["maxmemory"], orNone(cfg["maxmemory-policy"]), d.evicted, d.optOut))
 		}
 		return nil
 	}
@@ -80,14 +122,14 @@ func (s *store) checkDurable(ctx context.Context) (uint64, error) {
 	return gen, nil
 }
 
-// recheckDurable checks again, after a grant sent under the check that
-// returned gen, when the store opened a connection since: the grant may
-// have gone to a server restarted since the check.
-func (s *store) recheckDurable(ctx context.Context, gen uint64) error {
-	if s.cfg.allowUnsafe || s.conns.Load() == gen {
+// recheckDurable checks again, after a write (lease: a grant) sent under
+// the check that returned gen, when the store opened a connection since:
+// the write may have gone to a server restarted since the check.
+func (s *store) recheckDurable(ctx context.Context, gen uint64, lease bool) error {
+	if !s.needsDurable(lease) || s.conns.Load() == gen {
 		return nil
 	}
-	_, err := s.checkDurable(ctx)
+	_, err := s.checkDurable(ctx, lease)
 	return err
 }
 
@@ -117,7 +159,7 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("statekit: %w", err)
 	}
-	gen, err := s.checkDurable(ctx)
+	gen, err := s.checkDurable(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +172,7 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recheckDurable(ctx, gen); err != nil {
+	if err := s.recheckDurable(ctx, gen, true); err != nil {
 		// The script ran on a connection opened after the check: what
 		// it answered is not given. A server that no longer keeps
 		// every write is refused, as the check before it would have;
@@ -168,7 +210,7 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 
 // Renew moves l's deadline to now+ttl ms, or returns ErrLeaseLost.
 func (s *store) Renew(ctx context.Context, l *state.Lease, ttl int64) error {
-	r, err := s.run(ctx, renewScript, writes, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10), ttl)
+	r, err := s.write(ctx, renewScript, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10), ttl)
 	if err != nil {
 		return err
 	}
@@ -185,7 +227,7 @@ func (s *store) Renew(ctx context.Context, l *state.Lease, ttl int64) error {
 
 // Release ends l, keeping its token, or returns ErrLeaseLost.
 func (s *store) Release(ctx context.Context, l *state.Lease) error {
-	r, err := s.run(ctx, releaseScript, writes, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10))
+	r, err := s.write(ctx, releaseScript, []string{s.leaseOf(l.Name)}, l.Owner, strconv.FormatInt(l.Token, 10))
 	if err != nil {
 		return err
 	}

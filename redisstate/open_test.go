@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/redistest"
 	"github.com/statekit/statekit/state"
+	"github.com/statekit/statekit/state/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -203,4 +205,29 @@ func TestContextDeadlineOnHungServer(t *testing.T) {
 			assert.ErrorIs(t, err, state.ErrOutcomeUnknown, "%s: a write sent and not answered may have been applied", name)
 		}
 	}
+}
+
+// TestOpenRefusesFileOptionsWithAURL: WithFS, WithReadOnly and WithClock
+// mean something only for a file (a remote store's deadlines follow its
+// server's clock), so Open of a URL refuses each with ErrInvalidArgument
+// naming it, before it dials; the options that do nothing there
+// (WithBusyTimeout, WithSweepInterval) are taken.
+func TestOpenRefusesFileOptionsWithAURL(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, c := range []struct {
+		name string
+		opt  state.Option
+	}{
+		{"WithFS", state.WithFS(vfs.OS())},
+		{"WithReadOnly", state.WithReadOnly()},
+		{"WithClock", state.WithClock(faults.NewClock(time.Now()))},
+	} {
+		db, err := state.Open(srv.URL("t:"), c.opt)
+		require.ErrorIs(t, err, state.ErrInvalidArgument, c.name)
+		assert.Contains(t, err.Error(), c.name)
+		assert.Nil(t, db)
+	}
+	db, err := state.Open(srv.URL("t:"), state.WithBusyTimeout(time.Second), state.WithSweepInterval(time.Second))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
 }

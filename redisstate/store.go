@@ -40,6 +40,10 @@ type store struct {
 
 	noExpireTime atomic.Bool // the server has no PEXPIRETIME (before Redis 7)
 
+	// syncFull: opened with state.WithSync(state.SyncFull), so every
+	// write checks the server's durability first (syncfull.go).
+	syncFull bool
+
 	// txPause waits between two attempts of an Update: sleep, but in
 	// tests that count the pauses.
 	txPause func(ctx context.Context, d time.Duration) error
@@ -49,12 +53,12 @@ type store struct {
 }
 
 // open opens the store a URL names and checks that its server answers.
-func open(raw string, _ backend.Options) (*store, error) {
+func open(raw string, o backend.Options) (*store, error) {
 	cfg, err := parseURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg, txPause: sleep}
+	s := &store{cfg: cfg, txPause: sleep, syncFull: o.SyncFull}
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted
@@ -168,7 +172,7 @@ func damaged(what, name string) error {
 
 // Set stores v at key, with the deadline now+ttl (ms) or none for ttl 0.
 func (s *store) Set(ctx context.Context, key string, v state.Value, ttl int64) error {
-	_, err := s.run(ctx, setScript, writes, []string{s.keyOf(key)}, encode(v), ttl)
+	_, err := s.write(ctx, setScript, []string{s.keyOf(key)}, encode(v), ttl)
 	return err
 }
 
@@ -181,7 +185,7 @@ func (s *store) Del(ctx context.Context, keys []string) (int, error) {
 		for i, k := range group {
 			full[i] = s.keyOf(k)
 		}
-		r, err := s.run(ctx, delScript, writes, full)
+		r, err := s.write(ctx, delScript, full)
 		if err != nil {
 			return total, err
 		}
@@ -209,7 +213,7 @@ func dedup(keys []string) []string {
 
 // IncrBy adds delta to the integer at key with IncrBy's rules.
 func (s *store) IncrBy(ctx context.Context, key string, delta, ttl int64) (int64, error) {
-	r, err := s.run(ctx, incrScript, writes, []string{s.keyOf(key)}, strconv.FormatInt(delta, 10), ttl)
+	r, err := s.write(ctx, incrScript, []string{s.keyOf(key)}, strconv.FormatInt(delta, 10), ttl)
 	if err != nil {
 		return 0, err
 	}
@@ -237,7 +241,7 @@ func (s *store) CAS(ctx context.Context, key string, exp, nv *state.Value, ttl i
 	if nv != nil {
 		args[2], args[3] = "1", encode(*nv)
 	}
-	r, err := s.run(ctx, casScript, writes, []string{s.keyOf(key)}, args...)
+	r, err := s.write(ctx, casScript, []string{s.keyOf(key)}, args...)
 	if err != nil {
 		return false, err
 	}
@@ -247,7 +251,7 @@ func (s *store) CAS(ctx context.Context, key string, exp, nv *state.Value, ttl i
 
 // Expire sets key's deadline to now+ttl (ms), or deletes it for ttl <= 0.
 func (s *store) Expire(ctx context.Context, key string, ttl int64) (bool, error) {
-	r, err := s.run(ctx, expireScript, writes, []string{s.keyOf(key)}, ttl)
+	r, err := s.write(ctx, expireScript, []string{s.keyOf(key)}, ttl)
 	if err != nil {
 		return false, err
 	}
@@ -289,7 +293,7 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 		for i, k := range group {
 			full[i], args[i] = s.keyOf(k), strconv.FormatInt(deltas[k], 10)
 		}
-		r, err := s.run(ctx, flushScript, writes, full, args...)
+		r, err := s.write(ctx, flushScript, full, args...)
 		if err != nil {
 			if !ran {
 				return nil, mayHaveRun(err), err

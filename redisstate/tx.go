@@ -707,7 +707,7 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	gen, err := t.s.checkDurable(t.ctx)
+	gen, err := t.s.checkDurable(t.ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -790,10 +790,19 @@ func (t *tx) commit() error {
 	if err := t.ensureNow(); err != nil {
 		return err
 	}
+	if t.s.syncFull {
+		// Before EXEC: on a store opened with SyncFull, writes are
+		// refused, not sent, on a server that may lose them. The
+		// transaction's connection was opened before this check, so
+		// EXEC needs no check after it.
+		if _, err := t.s.checkDurable(t.ctx, false); err != nil {
+			return err
+		}
+	}
 	if t.granted && t.checked {
 		// Before EXEC: a grant is refused, not sent, on a server that
 		// stopped keeping every write since the check.
-		if err := t.s.recheckDurable(t.ctx, t.durableGen); err != nil {
+		if err := t.s.recheckDurable(t.ctx, t.durableGen, true); err != nil {
 			return err
 		}
 	}

@@ -92,9 +92,12 @@ type DB struct {
 // github.com/statekit/statekit/redisstate, whose documentation gives the
 // URL's parameters and what holds there. Without that import Open returns
 // ErrInvalidArgument naming the package, and creates no file. WithFS,
-// WithReadOnly and WithClock are for files and refused with a URL; the
-// other options either apply (WithFlushInterval, WithoutBackground) or
-// have nothing to do (WithSync, WithBusyTimeout, WithSweepInterval).
+// WithReadOnly and WithClock are for files and refused with a URL;
+// WithFlushInterval and WithoutBackground apply; WithSync(SyncFull) makes
+// every write check that the server keeps every acknowledged write
+// (appendonly yes, appendfsync always, no eviction) and fail with
+// ErrNotDurable otherwise; WithBusyTimeout and WithSweepInterval have
+// nothing to do there.
 func Open(path string, opts ...Option) (*DB, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {

@@ -124,7 +124,11 @@ var (
 	// acknowledged write (a Redis server without appendonly yes and
 	// appendfsync always, or one that evicts keys to make room): there, a
 	// restart or an eviction could hand a fencing token out twice. The
-	// URL's allow_unsafe_leases=true parameter opts out.
+	// URL's allow_unsafe_leases=true parameter opts out. On a store opened
+	// with WithSync(SyncFull) every write verb returns it on such a server,
+	// whatever the URL says; nothing was written, unless the error also
+	// wraps ErrOutcomeUnknown (the write ran before a check made again
+	// after it, over a connection opened since the last one).
 	ErrNotDurable = errors.New("statekit: store does not keep every acknowledged write")
 )
 

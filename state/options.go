@@ -24,6 +24,12 @@ const (
 	// processes write the file meanwhile (and may read the commit before it
 	// is durable; a power loss then takes it back before anyone was
 	// answered). Lease grants are always synced before they return.
+	//
+	// Over a Redis URL (redisstate) there is no WAL to sync: the server's
+	// append-only file is what keeps a write. SyncFull then makes every
+	// write verb check, as Lease does, that every server has appendonly
+	// yes, appendfsync always and no eviction, and fail with ErrNotDurable
+	// without writing otherwise; reads are not checked.
 	SyncFull
 )
 
@@ -112,7 +118,11 @@ func (cfg *config) check() error {
 }
 
 // WithSync sets the sync mode of ordinary writes (SyncNormal by default).
-// Lease grants are synced before they return whatever this says.
+// Lease grants are synced before they return whatever this says. Over a
+// Redis URL, SyncFull refuses every write (ErrNotDurable) unless the
+// server keeps every acknowledged write (see SyncFull); the URL parameter
+// allow_unsafe_leases does not lift that: it accepts repeated fencing
+// tokens, not the lost writes SyncFull asked never to have.
 func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 
 // WithBusyTimeout sets how long a verb may wait before it fails with

@@ -25,6 +25,10 @@ type Options struct {
 	// FlushInterval is how often buffered increments are flushed in the
 	// background; zero when background work is off.
 	FlushInterval time.Duration
+	// SyncFull is state.WithSync(state.SyncFull): every write must be
+	// durable before it is answered. A backend that cannot make it so
+	// refuses the write (state.ErrNotDurable) rather than answer it.
+	SyncFull bool
 }
 
 // Opener opens the store named by url (its scheme is the one registered) and
