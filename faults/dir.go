@@ -37,7 +37,8 @@ func (m *MemFS) setEntry(name string, ino *inode) {
 // that holds name (its path.Dir), as fsync of a directory does on Linux. It
 // is the view's vfs.DirSyncer: SQLite's VFS calls it at the first sync of a
 // WAL or journal it opened to create. It returns an error wrapping
-// ErrPowerLost or ErrCrashed when the view is dead.
+// ErrPowerLost when the power is cut during this call (nothing more becomes
+// durable), and ErrPowerLost or ErrCrashed when the view is dead.
 func (p *ProcessFS) SyncDir(name string) error {
 	m := p.m
 	m.mu.Lock()
@@ -46,6 +47,9 @@ func (p *ProcessFS) SyncDir(name string) error {
 		return fmt.Errorf("sync directory of %q: %w", name, err)
 	}
 	m.stats.DirSyncs++
+	if m.cutDue() {
+		return fmt.Errorf("sync directory of %q: %w", name, m.cut())
+	}
 	dir := path.Dir(name)
 	for n := range m.dirPending {
 		if path.Dir(n) == dir {

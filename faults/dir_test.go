@@ -141,3 +141,59 @@ func TestCopyKeepsFilesWhoseDirectoryWasNotSynced(t *testing.T) {
 	_, err = m.Process(1).Open("/d/missing", 0)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// PowerLossAt counts a file's creation, its deletion and a directory sync
+// among the mutating calls, and cuts the power during one, as a real power
+// loss can: the creation or deletion in flight meets the loss mode's fate,
+// the directory sync in flight makes nothing durable. Opening a file that
+// exists creates nothing, and is not counted.
+func TestPowerLossAtCutsDirectoryCalls(t *testing.T) {
+	setup := func() (*faults.MemFS, *faults.ProcessFS) {
+		m := faults.NewMemFS(1)
+		p := m.Process(1)
+		write(t, open(t, p, "/d/old"), []byte("old"), 0)
+		return m, p
+	}
+	cutAt := func(m *faults.MemFS, mode faults.LossMode, call func() error) faults.Stats {
+		t.Helper()
+		before := m.Stats()
+		m.PowerLossAt(1, mode)
+		require.ErrorIs(t, call(), faults.ErrPowerLost)
+		require.False(t, m.Powered(), "the cut fell on the call")
+		after := m.Stats()
+		require.Equal(t, before.Mutations()+1, after.Mutations(), "the call is one mutating call")
+		require.Equal(t, before.DirLosses+1, after.DirLosses, "the cut found a directory change not yet durable")
+		m.Reboot()
+		return after
+	}
+
+	for mode, want := range map[faults.LossMode]bool{faults.LossDrop: true, faults.LossKeep: false} {
+		m, p := setup()
+		st := cutAt(m, mode, func() error { return p.Delete("/d/old") })
+		assert.EqualValues(t, 1, st.Deletes)
+		assert.Equal(t, want, exists(t, m, 1, "/d/old"), "a deletion cut by %s", mode)
+	}
+
+	for mode, want := range map[faults.LossMode]bool{faults.LossDrop: false, faults.LossKeep: true} {
+		m, p := setup()
+		st := cutAt(m, mode, func() error {
+			_, err := p.Open("/d/new", rwCreate)
+			return err
+		})
+		assert.EqualValues(t, 2, st.Creates)
+		assert.Equal(t, want, exists(t, m, 1, "/d/new"), "a creation cut by %s", mode)
+	}
+
+	m, p := setup()
+	_, err := p.Open("/d/new", rwCreate)
+	require.NoError(t, err)
+	require.NoError(t, p.Delete("/d/old"))
+	cutAt(m, faults.LossDrop, func() error { return p.SyncDir("/d/new") })
+	assert.Equal(t, []string{"/d/old"}, m.Files(), "a directory sync cut in flight made nothing durable")
+
+	m, p = setup()
+	m.PowerLossAt(1, faults.LossDrop)
+	_, err = p.Open("/d/old", rwCreate)
+	require.NoError(t, err, "opening a file that exists creates nothing")
+	assert.True(t, m.Powered())
+}

@@ -43,11 +43,13 @@ type plan struct {
 	syncNoop bool
 }
 
-// PowerLossAt arms a power cut during the nth mutating call (write, sync or
-// truncate; 1 is the next) from now, with loss mode mode: the write or
-// truncate in flight is applied to the page cache and then meets mode's fate
-// with the rest; a sync in flight makes nothing durable. The call returns an
-// error wrapping ErrPowerLost, as does everything after it until Reboot.
+// PowerLossAt arms a power cut during the nth mutating call (a write, sync
+// or truncate of a file, a file's creation by Open or its deletion, or a
+// directory sync: Stats.Mutations; 1 is the next) from now, with loss mode
+// mode: the write, truncate, creation or deletion in flight is applied to the
+// page cache and then meets mode's fate with the rest; a sync in flight, of a
+// file or a directory, makes nothing durable. The call returns an error
+// wrapping ErrPowerLost, as does everything after it until Reboot.
 // Stats.Mutations counted over a dry run tells how many calls a workload
 // makes. n <= 0 disarms.
 func (m *MemFS) PowerLossAt(n int64, mode LossMode) {

@@ -31,7 +31,8 @@ const (
 // Processes reach the disk through views (Process): every view shares the
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss
 // ends them all. Faults can be injected: I/O errors (FailAt, SetFailRate), a
-// full disk (SetWriteBudget), a power cut at a chosen mutating call
+// full disk (SetWriteBudget), a power cut at a chosen mutating call, a
+// file's creation or deletion and a directory sync among them
 // (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative control).
 //
 // Everything random comes from the seed given to NewMemFS: the same calls in
@@ -71,19 +72,25 @@ type Stats struct {
 	Writes             int64 // WriteAt calls
 	Syncs              int64 // Sync calls
 	Truncates          int64 // Truncate calls
+	Creates            int64 // files created by Open (anonymous files have no name to create)
+	Deletes            int64 // files deleted
 	DirSyncs           int64 // SyncDir calls
 	BytesWritten       int64 // bytes of successful writes
 	InjectedErrors     int64 // calls failed by FailAt or SetFailRate
 	InjectedSyncErrors int64 // the syncs among them
 	NoSpaceErrors      int64 // writes refused by the write budget
 	PowerLosses        int64 // PowerLoss calls and cuts from PowerLossAt
+	DirLosses          int64 // of PowerLosses, those that found a file's creation or deletion its directory's sync had not made durable
 	Crashes            int64 // Crash calls
 	Sleeps             int64 // Sleep calls (SQLite's xSleep)
 }
 
-// Mutations is the number of mutating calls (writes, syncs and truncates):
-// the count PowerLossAt counts in.
-func (s Stats) Mutations() int64 { return s.Writes + s.Syncs + s.Truncates }
+// Mutations is the number of mutating calls (writes, syncs and truncates
+// of files, creations and deletions of files, and directory syncs): the
+// count PowerLossAt counts in.
+func (s Stats) Mutations() int64 {
+	return s.Writes + s.Syncs + s.Truncates + s.Creates + s.Deletes + s.DirSyncs
+}
 
 // NewMemFS returns an empty disk whose randomness (tearing, random faults,
 // SQLite's entropy, the default current time) all derives from seed. The
@@ -243,6 +250,8 @@ func (p *ProcessFS) alive() error {
 // Open opens the named file; an empty name makes an anonymous file. It
 // returns an error wrapping fs.ErrNotExist for a missing file without
 // vfs.OpenCreate, fs.ErrExist for a present one with OpenCreate|OpenExclusive,
+// ErrPowerLost when the power is cut during the file's creation (the
+// creation is in flight: the loss mode decides its fate, as for a deletion's),
 // and ErrPowerLost or ErrCrashed when the view is dead.
 func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 	m := p.m
@@ -262,6 +271,10 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 	case ino == nil:
 		ino = &inode{}
 		m.setEntry(name, ino)
+		m.stats.Creates++
+		if m.cutDue() {
+			return nil, fmt.Errorf("open %q: create: %w", name, m.cut())
+		}
 	}
 	m.lastFileID++
 	f := &memFile{view: p, id: m.lastFileID, ino: ino, name: name, readOnly: flags&vfs.OpenReadWrite == 0, errSeen: ino.errSeq}
@@ -272,7 +285,9 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 
 // Delete removes the named file, durably once its directory is synced
 // (SyncDir). Open files keep their bytes. It
-// returns an error wrapping fs.ErrNotExist when there is none, and
+// returns an error wrapping fs.ErrNotExist when there is none, ErrPowerLost
+// when the power is cut during this call (the deletion is in flight: the
+// loss mode decides its fate: LossDrop brings the file back), and
 // ErrPowerLost or ErrCrashed when the view is dead.
 func (p *ProcessFS) Delete(name string) error {
 	m := p.m
@@ -285,6 +300,10 @@ func (p *ProcessFS) Delete(name string) error {
 		return fmt.Errorf("delete %q: %w", name, fs.ErrNotExist)
 	}
 	m.setEntry(name, nil)
+	m.stats.Deletes++
+	if m.cutDue() {
+		return fmt.Errorf("delete %q: %w", name, m.cut())
+	}
 	return nil
 }
 

@@ -83,6 +83,9 @@ func (m *MemFS) powerLoss(mode LossMode) {
 	if m.off {
 		return
 	}
+	if len(m.dirPending) > 0 {
+		m.stats.DirLosses++
+	}
 	files := m.settleDirs(mode)
 	names := make([]string, 0, len(files))
 	for name := range files {
