@@ -29,7 +29,7 @@ const (
 // injects each kind of fault just before it. A rate of 0 turns the fault off.
 type Rates struct {
 	PowerLoss float64 // cut the power between operations (drop, keep or tear)
-	MidOp     float64 // arm a power cut at one of the next few writes or syncs
+	MidOp     float64 // arm a power cut at one of the next few mutating disk calls (faults.Stats.Mutations); restarts arm one too, as their Close begins
 	Crash     float64 // kill one process: its buffered increments are lost
 	Restart   float64 // close one process cleanly and start it again
 	Pause     float64 // stop one process for longer than its leases
@@ -138,7 +138,7 @@ type rate struct {
 func (r *Rates) list() []rate {
 	return []rate{
 		{"powerloss", "power losses between operations", &r.PowerLoss},
-		{"midop", "power cuts armed at one of the next writes or syncs", &r.MidOp},
+		{"midop", "power cuts armed at one of the next disk calls that change it (writes, syncs, truncates, file creations and deletions, directory syncs), and within a restart's close", &r.MidOp},
 		{"crash", "process crashes", &r.Crash},
 		{"restart", "clean process restarts", &r.Restart},
 		{"pause", "process pauses longer than a lease", &r.Pause},

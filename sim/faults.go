@@ -29,8 +29,9 @@ var faultNames = [faultKinds]string{
 
 // Bounds of the faults' draws.
 const (
-	midOpCallsMax     = 40    // a mid-op cut falls within this many writes and syncs
+	midOpCallsMax     = 40    // a mid-op cut falls within this many mutating disk calls
 	afterSyncCallsMax = 12    // ... and one armed after a failed sync, within this many
+	closeCallsMax     = 16    // ... and one armed as a restart's Close begins, within this many
 	ioErrorCallsMax   = 30    // an I/O error falls within this many reads or writes
 	diskBudgetMax     = 16384 // bytes a full disk still takes
 	diskFullOpsMax    = 15    // steps a disk-full episode lasts
@@ -88,7 +89,13 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 			return false
 		}
 		p := procs[r.IntN(len(procs))]
+		// Drawn whatever the rates, so that turning mid-op cuts off
+		// shifts nothing else.
+		mode, n, cut := lossMode(r), 1+r.Int64N(closeCallsMax), r.IntN(2) == 0
 		w.logf("fault: restart p%d", p.pid)
+		if cut && w.cfg.Rates.MidOp > 0 {
+			p.closeCut = armedCut{n: n, mode: mode}
+		}
 		w.stop(p, true)
 	case faultPause:
 		return w.pause(r)

@@ -29,6 +29,14 @@ type process struct {
 	noSpace     int64            // MemFS writes refused for space when it started
 	timed       bool             // offset is known for this incarnation
 	early       []claim          // engine times claimed before it was
+	closeCut    armedCut         // a power cut to arm as its restart's Close begins
+}
+
+// armedCut is a power cut to arm: at the nth mutating call from then, with
+// loss mode mode; n == 0: none.
+type armedCut struct {
+	n    int64
+	mode faults.LossMode
 }
 
 // client is a goroutine inside a process that calls verbs, with the leases
@@ -267,15 +275,24 @@ func (w *world) afterFailedSync() {
 
 // stop closes p cleanly on a task of its own: its clients end after their
 // current call, then Close flushes (recorded) and closes; restart starts p
-// again after.
+// again after. A power cut the restart fault drew for p (closeCut) is armed
+// as Close begins: a close writes, checkpoints and may delete the WAL, and
+// the open after it makes a new one, in a handful of disk calls that a cut
+// armed between operations seldom falls on.
 func (w *world) stop(p *process, restart bool) {
 	if p.stopping || p.db == nil {
 		return
 	}
 	p.stopping = true
 	db := p.db
+	cut := p.closeCut
+	p.closeCut = armedCut{}
 	w.sched.spawn(kindTask, fmt.Sprintf("p%d stop", p.pid), p, w.newClient(), func(t *thread) {
 		w.sched.park(func() bool { return !w.clientsLive(p) }, 0)
+		if cut.n > 0 && restart && !w.ending && p.db == db {
+			w.m.PowerLossAt(cut.n, cut.mode)
+			w.logf("fault: power cut (%s) armed at mutating call %d, as p%d closes", cut.mode, cut.n, p.pid)
+		}
 		before := w.mark()
 		err := db.Close()
 		if p.db != db {
@@ -354,6 +371,10 @@ func (w *world) afterCut(explicit bool) {
 	w.history = append(w.history, linearizability.PowerLossAt(w.tick()))
 	if !explicit {
 		w.stats.Faults["midop-cut"]++
+	}
+	if n := w.m.Stats().DirLosses; n > w.dirLossesSeen {
+		w.dirLossesSeen = n
+		w.stats.Faults["dir-loss"]++
 	}
 	w.logf("power loss")
 	w.clock.powerLost()

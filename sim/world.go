@@ -57,6 +57,7 @@ type world struct {
 	probe          *probe      // the call the next operation makes, at a deadline
 	pauses         int         // process pauses begun so far
 	syncErrorsSeen int64       // injected sync errors a process end has followed
+	dirLossesSeen  int64       // power losses that found a directory change not yet durable, counted so far
 	zombies        []*state.DB // handles of processes that died, for the teardown
 	tearing        bool        // the teardown runs: nothing more is recorded
 	ending         bool        // the run is ending: no process starts again
@@ -95,7 +96,7 @@ type Stats struct {
 	NoEffect      int            // operations whose outcome a fault hid, left out: cut before the engine claimed their time, or their process wrote nothing while they ran
 	Unclaimed     int            // of NoEffect, those cut before the engine claimed their time while their process wrote
 	Omitted       int            // operations refused on a full disk, left out of the history
-	Faults        map[string]int // faults injected, by kind (the rate flags' names; midop-cut counts armed cuts that fell)
+	Faults        map[string]int // faults injected, by kind (the rate flags' names; midop-cut counts armed cuts that fell, dir-loss the power losses that found a file's creation or deletion not yet durable)
 	VirtualMillis int64          // true virtual time the run covered
 	Opens         int            // process starts
 	Checks        int            // integrity checks run
