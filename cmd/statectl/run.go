@@ -53,9 +53,9 @@ does not pass those on a second time while its stdin is the terminal and it
 is in the terminal's foreground. On Linux, CMD gets SIGTERM if run itself dies. If CMD cannot be
 started, run exits 127 (not found) or 126.
 
-The owner defaults to HOST:PID. Two live runs with the same --owner still
-exclude each other: a run that finds the lease held by its own owner watches
-it for up to half its time left. If it is renewed, another live run of that
+The owner defaults to HOST:PID; an empty --owner is refused. Two live runs
+with the same --owner still exclude each other: a run that finds the lease
+held by its own owner watches it for up to half its time left. If it is renewed, another live run of that
 owner holds it, and run exits 75 (or waits) as for another owner. If not, the
 run that held it died (a supervisor restarted with its --owner), and run
 takes the lease over at once with a new token, not waiting out its ttl.`,
@@ -75,13 +75,17 @@ token 13`,
 		fs.Var(durationFlag{&o.ttl}, "ttl", "the lease's time to live `D`, renewed every D/3")
 		fs.StringVar(&o.owner, "owner", "", "the owner `ID` recorded with the lease (default HOST:PID)")
 		fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for a held lease or a busy file instead of exiting 75 or 2")
-		return func(a *app, pos, cmdArgs []string) error { return runLeased(a, pos[0], o, cmdArgs) }
+		return func(a *app, pos, cmdArgs []string) error {
+			fs.Visit(func(f *flag.Flag) { o.ownerGiven = o.ownerGiven || f.Name == "owner" })
+			return runLeased(a, pos[0], o, cmdArgs)
+		}
 	},
 }
 
 // runOptions are run's flags.
 type runOptions struct {
 	lease, owner string
+	ownerGiven   bool // --owner was on the command line, empty or not
 	ttl, wait    time.Duration
 }
 
@@ -95,6 +99,10 @@ func (o *runOptions) check(cmdArgs []string) error {
 		return usageError("run", "--wait %s is negative", o.wait)
 	case len(cmdArgs) == 0:
 		return usageError("run", "the command to run is missing after --")
+	case o.ownerGiven && o.owner == "":
+		// An empty owner taken for the default would make two runs
+		// that mean to share an owner two different owners.
+		return usageError("run", "--owner is empty: leave it out for the default HOST:PID")
 	}
 	if o.owner == "" {
 		host, err := os.Hostname()
