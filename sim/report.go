@@ -121,6 +121,7 @@ func (w *world) report(complete bool) *Report {
 	w.stats.VirtualMillis = w.trueMillis
 	w.stats.Steps = w.sched.steps
 	w.stats.Overlapping = overlapping(w.history)
+	w.stats.Disk = w.m.Stats()
 	return &Report{
 		Config:          w.cfg,
 		Stats:           w.stats,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
@@ -169,15 +170,21 @@ func TestCleanSeeds(t *testing.T) {
 	if testing.Short() {
 		n = cleanSeedsShort
 	}
-	faults := map[string]int{}
+	armed := map[string]int{}
 	unknown := 0
+	var fired faults.Stats
 	for seed := uint64(cleanFrom); seed < cleanFrom+uint64(n); seed++ {
 		r := run(t, sim.DefaultConfig(seed))
 		assert.True(t, r.OK(), "%s", failure(r))
 		for k, v := range r.Stats.Faults {
-			faults[k] += v
+			armed[k] += v
 		}
 		unknown += r.Stats.Unknown
+		fired.InjectedErrors += r.Stats.Disk.InjectedErrors
+		fired.InjectedSyncErrors += r.Stats.Disk.InjectedSyncErrors
+		fired.NoSpaceErrors += r.Stats.Disk.NoSpaceErrors
+		fired.PowerLosses += r.Stats.Disk.PowerLosses
+		fired.Crashes += r.Stats.Disk.Crashes
 	}
 	// A quarter as many with as many client goroutines as a process may
 	// have: more calls in flight together, more grants grouped.
@@ -200,9 +207,17 @@ func TestCleanSeeds(t *testing.T) {
 	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull"}
 	require.Len(t, kinds, reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
 	for _, kind := range kinds {
-		assert.Positive(t, faults[kind], "no %s fault in %d seeds", kind, n)
+		assert.Positive(t, armed[kind], "no %s fault in %d seeds", kind, n)
 	}
 	assert.Positive(t, unknown, "no operation with an unknown outcome in %d seeds", n)
+	// Armed is not fired: an error armed for a call that never comes, or
+	// a budget no write reaches, tests nothing. The disk counts what it
+	// did.
+	assert.Positive(t, fired.InjectedErrors-fired.InjectedSyncErrors, "no read or write failed in %d seeds", n)
+	assert.Positive(t, fired.InjectedSyncErrors, "no sync failed in %d seeds", n)
+	assert.Positive(t, fired.NoSpaceErrors, "no write was refused for room in %d seeds", n)
+	assert.Positive(t, fired.PowerLosses, "no power was lost in %d seeds", n)
+	assert.Positive(t, fired.Crashes, "no process crashed in %d seeds", n)
 }
 
 // canaries lists each planted bug with the checks that may catch it, and
