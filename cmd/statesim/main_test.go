@@ -194,6 +194,9 @@ func TestHugeSeedCountStopsAtItsFirstFailure(t *testing.T) {
 	assert.Contains(t, out, "seeds: 1 run (1..1), 1 failed")
 }
 
+// TestWorkerFailureExits2NamingTheSeed: a worker that dies at once is
+// found either sending it its first seed (a broken pipe) or reading the
+// result; both name the seed alike.
 func TestWorkerFailureExits2NamingTheSeed(t *testing.T) {
 	t.Setenv(workerDies, "1")
 	code, out, errOut := statesim(t, "-seeds", "4", "-from", "20", "-ops", "50", "-parallel", "2")

@@ -83,7 +83,9 @@ func startWorker(opt options) (*worker, error) {
 // run sends one seed and waits for its result.
 func (w *worker) run(seed uint64) (result, error) {
 	if _, err := fmt.Fprintln(w.in, seed); err != nil {
-		return result{}, fmt.Errorf("worker: send seed %d: %w", seed, err)
+		// The worker is gone before it took the seed (a broken pipe):
+		// as for one that ends without its result, say so by the seed.
+		return result{}, fmt.Errorf("worker: seed %d: %w (sending it: %v)", seed, io.ErrUnexpectedEOF, err)
 	}
 	if !w.out.Scan() {
 		err := w.out.Err()
