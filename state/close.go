@@ -10,7 +10,9 @@ import (
 )
 
 // Close flushes buffered increments, stops background work and closes the
-// file. Every later call, Close included, returns ErrClosed. A background
+// file. Every later call, Close included, returns ErrClosed; a Close
+// called while another runs returns it once that one has returned, so a
+// program may exit as soon as either returns. A background
 // sweep in flight stops after its transaction, leaving the rest of its
 // backlog (expired keys, absent to every verb) for a later sweep.
 //
@@ -27,8 +29,9 @@ func (db *DB) Close() error {
 	db.bg.stop(db)
 	d, lostErr, flushErr, open := db.lastFlush()
 	if !open {
-		return db.named("close", "", ErrClosed)
+		return db.closedAlready()
 	}
+	defer close(db.closeDone)
 	start := db.cfg.clock.Monotonic()
 	db.lock()
 	defer db.unlock()
@@ -51,6 +54,14 @@ func (db *DB) Close() error {
 		foldErr = db.syncCommitted(false) // a SyncFull handle's fold is synced as any commit
 	}
 	return db.closeError(d, damageErr, lostErr, flushErr, foldErr, db.releaseHandle())
+}
+
+// closedAlready is Close's answer when another Close took the handle: it
+// waits for that one to return (the file checkpointed and closed), then
+// returns ErrClosed.
+func (db *DB) closedAlready() error {
+	<-db.closeDone
+	return db.named("close", "", ErrClosed)
 }
 
 // closeError makes Close's one error out of what failed: background

@@ -59,9 +59,10 @@ type DB struct {
 	unsyncedBeforeReset bool                  // pages written before a reset of that count were not synced
 	walDirSynced        bool                  // syncWALDir ran
 	closed              bool
-	writes              int  // writes since the last inline sweep batch
-	sweepRows           int  // rows the next sweep batch may delete (sweep.go)
-	sweepBehind         bool // the last inline sweep deleted all it could: the next comes sooner (afterWrite)
+	closeDone           chan struct{} // closed once the first Close has returned; a second one waits for it
+	writes              int           // writes since the last inline sweep batch
+	sweepRows           int           // rows the next sweep batch may delete (sweep.go)
+	sweepBehind         bool          // the last inline sweep deleted all it could: the next comes sooner (afterWrite)
 
 	buf buffer
 	bg  background
@@ -118,7 +119,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if cfg.clock == nil {
 		cfg.clock = sysclock.New()
 	}
-	db := &DB{path: path, cfg: cfg}
+	db := &DB{path: path, cfg: cfg, closeDone: make(chan struct{})}
 	watchSQLiteLog()
 	mark := osLogMark()
 	dsn, err := db.dataSource()

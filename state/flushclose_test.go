@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,58 @@ func TestCloseTwiceAtOnceWaitsForTheFirstFlush(t *testing.T) {
 	v, err := again.Get(context.Background(), "n")
 	require.NoError(t, err)
 	assert.Equal(t, state.IntValue(5), v)
+}
+
+// TestCloseTwiceAtOnceWaitsForTheFirstToClose: two Closes called while
+// the handle's lock is held (an Update in flight): neither returns while
+// the Update holds it, and the one that returns ErrClosed does so only
+// after the other has returned, the file checkpointed and closed, so a
+// program that exits as soon as either returns leaves no WAL behind.
+// (Without the wait, the second Close returned ErrClosed at once.)
+func TestCloseTwiceAtOnceWaitsForTheFirstToClose(t *testing.T) {
+	path := t.TempDir() + "/x.state"
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	inside, release := make(chan struct{}), make(chan struct{})
+	updated := make(chan error, 1)
+	go func() {
+		updated <- db.Update(context.Background(), func(tx *state.Tx) error {
+			close(inside)
+			<-release
+			return tx.Set("k", state.IntValue(1))
+		})
+	}()
+	<-inside
+	type answer struct {
+		err   error
+		order int64
+		wal   bool // the WAL was there when this Close returned
+	}
+	var returned atomic.Int64
+	closes := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			err := db.Close()
+			_, statErr := os.Stat(path + "-wal")
+			closes <- answer{err, returned.Add(1), statErr == nil}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // both Closes reach the handle
+	select {
+	case a := <-closes:
+		t.Fatalf("a Close returned (%v) while the Update held the handle", a.err)
+	default:
+	}
+	close(release)
+	a, b := <-closes, <-closes
+	if a.order > b.order {
+		a, b = b, a
+	}
+	require.NoError(t, a.err, "the Close that returned first closed the file")
+	require.ErrorIs(t, b.err, state.ErrClosed, "the one that returned second")
+	assert.False(t, a.wal, "the first Close checkpointed and removed the WAL")
+	assert.False(t, b.wal, "the WAL was gone when the second Close returned")
+	require.NoError(t, <-updated)
 }
 
 // TestIncrBufferedWhileClosingCountsExactly: goroutines buffer increments

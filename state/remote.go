@@ -128,7 +128,7 @@ func openRemote(scheme, raw string, cfg config) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w: the %s backend does not implement this statekit's verbs (%T)", name, ErrInvalidArgument, scheme, r)
 	}
 	cfg.clock = sysclock.New() // for the background flusher's waits only
-	db := &DB{path: name, cfg: cfg, remote: rem}
+	db := &DB{path: name, cfg: cfg, remote: rem, closeDone: make(chan struct{})}
 	db.buf.deltas = map[string]int64{}
 	db.bg.start(db)
 	return db, nil
@@ -278,8 +278,9 @@ func (db *DB) closeRemote() error {
 	db.bg.stop(db)
 	d, lostErr, flushErr, open := db.lastFlush() // before rcalls.close, which refuses it
 	if !open {
-		return db.named("close", "", ErrClosed)
+		return db.closedAlready()
 	}
+	defer close(db.closeDone)
 	db.rcalls.close()
 	return db.closeError(d, nil, lostErr, flushErr, nil, db.remote.Close())
 }
