@@ -41,6 +41,7 @@ type plan struct {
 	failRate [opCount]float64
 	budget   int64 // bytes writes may still add; < 0: unlimited
 	syncNoop bool
+	dropSync bool // a failed sync drops its pages: SetDropFailedSyncs
 }
 
 // PowerLossAt arms a power cut during the nth mutating call (a write, sync
@@ -95,6 +96,19 @@ func (m *MemFS) SetSyncNoop(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.plan.syncNoop = on
+}
+
+// SetDropFailedSyncs chooses what a failed Sync does to the writes it was
+// to make durable. Off (the default), they stay readable, as Linux's ext4
+// keeps them in the page cache (marked clean, never written). On, they are
+// dropped, as XFS drops the pages of a failed write-back: reads of the file
+// see its durable bytes again, and zeros where nothing durable was; its
+// size stays as the writes left it. Either way they never reach the disk,
+// and the failure is reported as Sync says.
+func (m *MemFS) SetDropFailedSyncs(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.dropSync = on
 }
 
 // cutDue counts a mutating call and reports whether the armed cut falls on

@@ -48,6 +48,15 @@ func (ino *inode) sync() {
 	ino.pending = nil
 }
 
+// dropUnsynced makes reads see the durable bytes again, as a file system
+// that drops a failed write-back's pages does: what was never durable
+// reads as zeros, and the size stays as the writes left it.
+func (ino *inode) dropUnsynced() {
+	data := make([]byte, len(ino.data))
+	copy(data, ino.durable)
+	ino.data = data
+}
+
 // applyTo returns buf with the mutation applied.
 func (mu mutation) applyTo(buf []byte) []byte {
 	if mu.truncate {
@@ -219,6 +228,8 @@ func (f *memFile) Truncate(size int64) error {
 // durable stay readable but are never made durable, and the next Sync does
 // not report them to the file that saw the failure; every other file open
 // on it then reports the failure once, at its next Sync (Linux 4.13+). With
+// SetDropFailedSyncs(true) the failed sync's writes are dropped from the
+// page cache too: reads see the durable bytes again. With
 // SetSyncNoop(true) Sync does nothing and succeeds.
 func (f *memFile) Sync() error {
 	m := f.view.m
@@ -233,6 +244,9 @@ func (f *memFile) Sync() error {
 	}
 	if err := m.injected(OpSync); err != nil {
 		f.ino.pending = nil // lost for good: in the cache, never on disk
+		if m.plan.dropSync {
+			f.ino.dropUnsynced()
+		}
 		f.ino.errSeq++
 		f.errSeen = f.ino.errSeq
 		return fmt.Errorf("sync %q: %w", f.name, err)

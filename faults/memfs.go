@@ -30,10 +30,12 @@ const (
 //
 // Processes reach the disk through views (Process): every view shares the
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss
-// ends them all. Faults can be injected: I/O errors (FailAt, SetFailRate), a
-// full disk (SetWriteBudget), a power cut at a chosen mutating call, a
-// file's creation or deletion and a directory sync among them
-// (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative control).
+// ends them all. Faults can be injected: I/O errors (FailAt, SetFailRate),
+// failed syncs whose writes stay readable or, as on XFS, are dropped
+// (SetDropFailedSyncs), a full disk (SetWriteBudget), a power cut at a
+// chosen mutating call, a file's creation or deletion and a directory sync
+// among them (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative
+// control).
 //
 // Everything random comes from the seed given to NewMemFS: the same calls in
 // the same order give the same bytes. A MemFS is safe for concurrent use; it

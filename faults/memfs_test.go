@@ -335,6 +335,42 @@ func TestFailedSyncLosesItsWritesForGood(t *testing.T) {
 	assert.Equal(t, []byte("old"), contents(t, m, 1, "db"), "but the disk never got it")
 }
 
+// TestDroppedFailedSyncRevertsToDurable: with SetDropFailedSyncs, a failed
+// sync drops the writes it was to make durable, as XFS drops a failed
+// write-back's pages: reads see the durable bytes again, zeros where
+// nothing durable was, at the size the writes left. Writes after the
+// failure are kept, and a power loss keeps what was durable.
+func TestDroppedFailedSyncRevertsToDurable(t *testing.T) {
+	m := faults.NewMemFS(1)
+	m.SetDropFailedSyncs(true)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("old"), 0)
+	require.NoError(t, f.Sync())
+	write(t, f, []byte("NEWtail"), 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	assert.Equal(t, []byte("old\x00\x00\x00\x00"), contents(t, m, 1, "db"), "the durable bytes, zeros past them")
+
+	write(t, f, []byte("x"), 7)
+	require.NoError(t, f.Sync(), "like Linux, the next fsync reports success")
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []byte("old\x00\x00\x00\x00x"), contents(t, m, 1, "db"))
+}
+
+// TestDropFailedSyncsOffKeepsThem: SetDropFailedSyncs(false) is the
+// default again: a failed sync's writes stay readable.
+func TestDropFailedSyncsOffKeepsThem(t *testing.T) {
+	m := faults.NewMemFS(1)
+	m.SetDropFailedSyncs(true)
+	m.SetDropFailedSyncs(false)
+	f := open(t, m.Process(1), "db")
+	write(t, f, []byte("NEW"), 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	assert.Equal(t, []byte("NEW"), contents(t, m, 1, "db"))
+}
+
 func TestSetFailRateIsSeeded(t *testing.T) {
 	pattern := func(seed uint64) []bool {
 		m := faults.NewMemFS(seed)

@@ -86,6 +86,10 @@ type Config struct {
 	// each write is durable before it is answered, and the history records
 	// it so (FULL), so that a power loss must keep it.
 	SyncFull bool
+	// DropFailedSyncs makes the simulated disk drop the writes of a sync
+	// that fails, as XFS does, rather than keep them readable, as ext4
+	// does (faults.MemFS.SetDropFailedSyncs).
+	DropFailedSyncs bool
 	// Bugs are the planted bugs compiled into the engine for this run.
 	Bugs bugs.Set
 	// CheckTimeout bounds the linearizability search per partition; a partition
@@ -150,8 +154,8 @@ func (r *Rates) list() []rate {
 }
 
 // Flags defines c's settings as flags of fs, with c's values as defaults:
-// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -bug, -timeout, -nofaults and one flag per
-// fault rate. Call Flags on a Config, parse, then call Finish.
+// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -dropfailedsyncs, -bug, -timeout,
+// -nofaults and one flag per fault rate. Call Flags on a Config, parse, then call Finish.
 func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	st := &FlagState{c: c}
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "the seed of the run")
@@ -161,6 +165,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
 	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "the linearizability search's time limit per partition (0: none)")
 	fs.BoolVar(&c.SyncFull, "syncfull", c.SyncFull, "open every process with state.WithSync(state.SyncFull): every acknowledged write must survive a power loss")
+	fs.BoolVar(&c.DropFailedSyncs, "dropfailedsyncs", c.DropFailedSyncs, "a failed sync drops its writes from the simulated disk's page cache, as XFS does (default: they stay readable, as on ext4)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
 	for _, r := range c.Rates.list() {
@@ -241,6 +246,9 @@ func (c Config) Args() []string {
 	}
 	if c.SyncFull {
 		args = append(args, "-syncfull")
+	}
+	if c.DropFailedSyncs {
+		args = append(args, "-dropfailedsyncs")
 	}
 	if c.CheckTimeout != d.CheckTimeout {
 		args = append(args, "-timeout", c.CheckTimeout.String())

@@ -341,10 +341,13 @@ func TestReplayLineRoundTrip(t *testing.T) {
 	cfg.Rates.Crash, cfg.Rates.SyncError = 0, 0.25
 	cfg.Bugs = cfg.Bugs.With(bugs.NoHWM).With(bugs.SweepEarly)
 	cfg.SyncFull = true
+	cfg.DropFailedSyncs = true
 	line := cfg.ReplayLine()
+	assert.Contains(t, line, " -dropfailedsyncs")
 	got, err := sim.ParseReplay(line + " # a comment")
 	require.NoError(t, err)
 	assert.Equal(t, cfg.Args(), got.Args(), line)
+	assert.True(t, got.DropFailedSyncs)
 	assert.Equal(t, "statesim -seed 3", sim.DefaultConfig(3).ReplayLine())
 
 	_, err = sim.ParseReplay("statesim -seed 1 -procs 9")

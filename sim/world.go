@@ -121,6 +121,7 @@ func newWorld(cfg Config) *world {
 		stats:   Stats{Faults: map[string]int{}},
 		recipes: newRecipeState(cfg.Seed),
 	}
+	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
