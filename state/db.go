@@ -135,6 +135,11 @@ func Open(path string, opts ...Option) (*DB, error) {
 			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, f)
 		}
 	}
+	// Nor through a WAL that lost frames the index counts (walhole.go).
+	if err := holeBeforeOpen(db.cfg.fs, path); err != nil {
+		db.releaseHandle()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if err := db.openGuard(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()

@@ -136,9 +136,15 @@ const walChunk = 1 << 20
 // repairs the database file's pages the WAL names (repairPages). A missing
 // or empty WAL needs nothing. It returns ErrBusy when another process holds
 // the write lock past the busy timeout, ErrDiskFull when the disk is full,
-// and ErrIO when a read, write or sync fails.
+// and ErrIO when a read, write or sync fails, or when the WAL lost frames
+// its index counts (walHole: then nothing is written).
 func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) error {
-	err := db.locked(ctx, conn, func() error { return rewriteFile(db.cfg.fs, db.path+walSuffix) })
+	err := db.locked(ctx, conn, func() error {
+		if err := db.walHole(conn); err != nil {
+			return err
+		}
+		return rewriteFile(db.cfg.fs, db.path+walSuffix)
+	})
 	if err == nil {
 		err = db.repairPages(ctx, conn)
 	}

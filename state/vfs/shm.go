@@ -198,3 +198,43 @@ func (h *lockHandle) unmap(tls *libc.TLS) {
 		s.regions = nil
 	}
 }
+
+// walWriteSlot is the shm lock slot of the WAL's writer (WAL_WRITE_LOCK):
+// SQLite writes the wal-index header only while it holds it.
+const walWriteSlot = 0
+
+// SharedIndex copies the start of the WAL's shared memory (the wal-index,
+// which the unix VFS keeps in the -shm file: its header is the first 136
+// bytes, sqlite.org/walformat.html) of the database named name into p, as
+// the live connections of fsys's machine share it, and reports whether it
+// could: false when fsys shares no LockManager (LockSharer), when no live
+// connection has the shared memory mapped, when it is shorter than p, and
+// when a connection holds the WAL's write lock, the only one under which
+// SQLite changes the header (so that what p receives is never half
+// written). name is resolved as SQLite resolves it (FullPather).
+func SharedIndex(fsys FS, name string, p []byte) bool {
+	ls, ok := fsys.(LockSharer)
+	if !ok || ls.LockManager() == nil {
+		return false
+	}
+	if fp, ok := fsys.(FullPather); ok {
+		full, err := fp.FullPath(name)
+		if err != nil {
+			return false
+		}
+		name = full
+	}
+	m := ls.LockManager()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.nodes[name]
+	if n == nil || n.shm == nil {
+		return false
+	}
+	s := n.shm
+	if s.live == 0 || len(s.regions) == 0 || int(s.regionSize) < len(p) || s.excl[walWriteSlot] != nil {
+		return false
+	}
+	copy(p, cbytes(s.regions[0], int32(len(p))))
+	return true
+}

@@ -1,0 +1,291 @@
+package state
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// The WAL after a failed sync, on a file system that drops its pages. Some
+// file systems (XFS) do not keep the writes of a failed sync readable, as
+// ext4 does (walrepair.go): they drop them, and the WAL's bytes revert to
+// what was last durable. The shared-memory index still counts the frames
+// those writes held, so every connection reads the reverted bytes as if
+// they were the frames, and rewriting the WAL (repairWAL) or checkpointing
+// it would make the loss durable: a database file that integrity_check
+// rejects, or commits lost in the middle of others.
+//
+// So before the repair rewrites a byte, under the write lock (no frame can
+// be appended meanwhile), walHole reads the index header the connection
+// shares and checks the WAL's checksum chain (sqlite.org/fileformat.html,
+// "Checksum Algorithm") over every frame the index counts. A break there is
+// a hole: the repair is refused with ErrIO, and the handle leaves the WAL as
+// it is (holdWAL), never checkpointed. A break after the last frame the
+// index counts is normal: a WAL started over keeps the frames of the one
+// before past its end.
+//
+// What comes next: once every connection to the file, in every process,
+// has closed, the index is rebuilt from the WAL by the next Open, and
+// SQLite's recovery stops at the first frame whose checksum breaks the
+// chain: the file opens at the last commit before the hole, as after a
+// power loss. Every commit from the hole on was either answered with an
+// error (its sync failed, or a sync that reported the failure came after
+// it) or not yet durable (SyncNormal): no handle can append a commit behind
+// the hole and sync it, since every descriptor open at the failure reports
+// it at its next sync, which ends its handle, and a handle opened after the
+// failure meets the hole here, at Open, before it writes.
+
+// The WAL header's magic, which says the byte order of its checksums, and
+// offsets in the WAL's header and its frames' headers (big-endian) and in
+// the index header (native order: the checksum of the last frame it counts,
+// at 24); the size of a region of the shared memory.
+const (
+	walMagicLE          = 0x377f0682 // checksums little-endian
+	walMagicBE          = 0x377f0683 // checksums big-endian
+	walPageSizeOffset   = 8
+	walCksumOffset      = 24
+	frameSaltOffset     = 8
+	frameCksumOffset    = 16
+	shmFrameCksumOffset = 24
+	shmRegionBytes      = 32 << 10
+)
+
+// walHole returns an error wrapping ErrIO when the WAL does not hold the
+// frames the shared-memory index counts as committed (see above), or nil.
+// conn holds the write lock (db.locked), so the index holds still.
+func (db *DB) walHole(conn *sql.Conn) error {
+	hdr, ok := sharedIndexHeader(conn)
+	if !ok {
+		return nil
+	}
+	name := db.path + walSuffix
+	brk, err := walBreak(db.cfg.fs, name, hdr)
+	if err != nil || brk == 0 {
+		return err
+	}
+	return holeError(name, brk, hdr)
+}
+
+// holeBeforeOpen is walHole before Open's connections read through the
+// WAL, which they would read as the frames the index counts: a page of the
+// hole read back as zeros tells "not an SQLite database", and other bytes
+// worse. It reads the index another process (or handle) shares: through
+// fsys (vfs.SharedIndex), or in the -shm file on the operating system's
+// files, as damagedBeforeOpen does (only while no handle of this process
+// has the file open). The index is read before and after the WAL: one a
+// writer changed meanwhile makes it look again, and one that never holds
+// still is taken as sound, as is a WAL that cannot be read (the repair
+// looks again under the write lock).
+func holeBeforeOpen(fsys vfs.FS, path string) error {
+	name := path + walSuffix
+	header := func() ([]byte, bool) {
+		both := make([]byte, 2*shmHeaderBytes)
+		if !vfs.SharedIndex(fsys, path, both) || !bytes.Equal(both[:shmHeaderBytes], both[shmHeaderBytes:]) {
+			return nil, false
+		}
+		return both[:shmHeaderBytes], true
+	}
+	if fsys == nil {
+		base := realPath(path)
+		if openHere(base) {
+			return nil
+		}
+		name = base + walSuffix
+		header = func() ([]byte, bool) { return shmFileHeader(base + "-shm") }
+	}
+	for try := 0; try < 3; try++ {
+		h1, ok := header()
+		if !ok {
+			return nil
+		}
+		brk, err := walBreak(fsys, name, h1)
+		h2, ok := header()
+		if !ok || !bytes.Equal(h1, h2) {
+			continue
+		}
+		if err != nil || brk == 0 {
+			return nil
+		}
+		return holeError(name, brk, h1)
+	}
+	return nil
+}
+
+// holeError is the error for a WAL, at name, that lost frames from brk on
+// of those its index header hdr counts.
+func holeError(name string, brk uint32, hdr []byte) error {
+	mx := binary.NativeEndian.Uint32(hdr[shmMaxFrameOffset:])
+	return &causeError{
+		msg: fmt.Sprintf("%v: wal: %s lost frames its index counts as committed, from frame %d of %d: "+
+			"the file system dropped writes that a sync which failed was to make durable (or another program "+
+			"overwrote them); the WAL is left as it is, neither repaired nor copied into the file; close every "+
+			"handle on the file, in every process, and open it again: it then opens at the last commit before "+
+			"frame %d, without the commits from there on",
+			ErrIO, name, brk, mx, brk),
+		errs: []error{ErrIO},
+	}
+}
+
+// walBreak returns the first of the frames the index header hdr counts
+// that the named WAL does not hold intact (1 is the first frame), or 0
+// when it holds them all. A frame is intact when its salts are the WAL
+// header's and its checksum continues the chain from the WAL header's; the
+// WAL header is intact when its magic, page size, salts and checksum are
+// what the index and the format say.
+func walBreak(fsys vfs.FS, name string, hdr []byte) (uint32, error) {
+	mx := binary.NativeEndian.Uint32(hdr[shmMaxFrameOffset:])
+	if hdr[shmIsInitOffset] == 0 || mx == 0 {
+		return 0, nil
+	}
+	size := int(binary.NativeEndian.Uint16(hdr[shmPageSizeOffset:]))
+	if size == 1 {
+		size = 65536
+	}
+	f, err := openForRewrite(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && f == nil) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var wh [walHeaderBytes]byte
+	if ok, err := readFull(f, wh[:], 0); !ok {
+		return 1, err
+	}
+	magic := binary.BigEndian.Uint32(wh[:])
+	if magic != walMagicLE && magic != walMagicBE {
+		return 1, nil
+	}
+	order := binary.ByteOrder(binary.LittleEndian)
+	if magic == walMagicBE {
+		order = binary.BigEndian
+	}
+	s0, s1 := walChecksum(order, wh[:walCksumOffset], 0, 0)
+	pageSize := int(binary.BigEndian.Uint32(wh[walPageSizeOffset:]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	switch {
+	case pageSize != size,
+		!bytes.Equal(wh[walSaltOffset:walSaltOffset+saltBytes], hdr[shmSaltOffset:shmSaltOffset+saltBytes]),
+		s0 != binary.BigEndian.Uint32(wh[walCksumOffset:]) || s1 != binary.BigEndian.Uint32(wh[walCksumOffset+4:]):
+		return 1, nil
+	}
+	frame := make([]byte, walFrameHeaderBytes+size)
+	for i := uint32(1); i <= mx; i++ {
+		off := int64(walHeaderBytes) + int64(i-1)*int64(len(frame))
+		if ok, err := readFull(f, frame, off); !ok {
+			return i, err
+		}
+		s0, s1 = walChecksum(order, frame[:8], s0, s1)
+		s0, s1 = walChecksum(order, frame[walFrameHeaderBytes:], s0, s1)
+		switch {
+		case binary.BigEndian.Uint32(frame) == 0,
+			!bytes.Equal(frame[frameSaltOffset:frameSaltOffset+saltBytes], wh[walSaltOffset:walSaltOffset+saltBytes]),
+			s0 != binary.BigEndian.Uint32(frame[frameCksumOffset:]) || s1 != binary.BigEndian.Uint32(frame[frameCksumOffset+4:]):
+			return i, nil
+		}
+	}
+	if s0 != binary.NativeEndian.Uint32(hdr[shmFrameCksumOffset:]) || s1 != binary.NativeEndian.Uint32(hdr[shmFrameCksumOffset+4:]) {
+		return mx, nil // a chain, but not the one the index recorded
+	}
+	return 0, nil
+}
+
+// readFull reads len(p) bytes at off: false with a nil error when the file
+// ends first, false with the error when the read fails.
+func readFull(f io.ReaderAt, p []byte, off int64) (bool, error) {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return true, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	return false, err
+}
+
+// walChecksum continues the WAL's checksum (s0, s1) over b, whose length is
+// a multiple of 8, reading its 32-bit words in order.
+func walChecksum(order binary.ByteOrder, b []byte, s0, s1 uint32) (uint32, uint32) {
+	for i := 0; i+8 <= len(b); i += 8 {
+		s0 += order.Uint32(b[i:]) + s1
+		s1 += order.Uint32(b[i+4:]) + s0
+	}
+	return s0, s1
+}
+
+// sharedIndexHeader returns the WAL index header as conn's connection
+// shares it with every other (the first of its two copies, at the start of
+// the shared memory's first region), when both copies agree; false when it
+// cannot be had (no shared memory mapped, a driver without the SQLite
+// handle). It maps nothing new: it asks the connection's own database file
+// (SQLITE_FCNTL_FILE_POINTER) for the region it has mapped, through the
+// VFS's xShmMap, so it opens no descriptor of the -shm file (closing one
+// would drop the process's locks on it) and reads what the Go VFS keeps in
+// memory as well. Callers hold conn, in a transaction: its shared memory is
+// mapped.
+func sharedIndexHeader(conn *sql.Conn) ([]byte, bool) {
+	var hdr []byte
+	_ = conn.Raw(func(dc any) error {
+		h := sqliteHandle(dc)
+		if h == 0 {
+			return nil
+		}
+		tls := libc.NewTLS()
+		defer tls.Close()
+		zDb, err := libc.CString("main")
+		if err != nil {
+			return nil
+		}
+		defer libc.Xfree(tls, zDb)
+		size := int(unsafe.Sizeof(uintptr(0)))
+		pp := tls.Alloc(size)
+		defer tls.Free(size)
+		*(*uintptr)(cptr(pp)) = 0
+		if sqlite3.Xsqlite3_file_control(tls, h, zDb, sqlite3.SQLITE_FCNTL_FILE_POINTER, pp) != sqlite3.SQLITE_OK {
+			return nil
+		}
+		file := *(*uintptr)(cptr(pp))
+		if file == 0 {
+			return nil
+		}
+		methods := (*sqlite3.Tsqlite3_file)(cptr(file)).FpMethods
+		if methods == 0 || (*sqlite3.Tsqlite3_io_methods)(cptr(methods)).FiVersion < 2 {
+			return nil
+		}
+		shmMap := (*sqlite3.Tsqlite3_io_methods)(cptr(methods)).FxShmMap
+		if shmMap == 0 {
+			return nil
+		}
+		*(*uintptr)(cptr(pp)) = 0
+		call := *(*func(*libc.TLS, uintptr, int32, int32, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{shmMap}))
+		if call(tls, file, 0, shmRegionBytes, 0, pp) != sqlite3.SQLITE_OK {
+			return nil
+		}
+		region := *(*uintptr)(cptr(pp))
+		if region == 0 {
+			return nil
+		}
+		both := make([]byte, 2*shmHeaderBytes)
+		for i := range both { // byte by byte, as indexHeader reads C memory
+			both[i] = *(*byte)(unsafe.Add(cptr(region), i))
+		}
+		if bytes.Equal(both[:shmHeaderBytes], both[shmHeaderBytes:]) {
+			hdr = both[:shmHeaderBytes]
+		}
+		return nil
+	})
+	return hdr, hdr != nil
+}

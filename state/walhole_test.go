@@ -1,0 +1,289 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state"
+)
+
+// holeKeys is how many keys dropHole sets.
+const holeKeys = 40
+
+// dropHole opens process 1 on a disk that drops a failed sync's writes
+// (XFS), sets keys k00..k39 to "v...", closes and opens again (they are in
+// the file, the WAL starts over), grants a lease (it syncs the WAL), then
+// makes NORMAL commits: with grow, new keys k40..k79 (the file grows, so
+// its first page, which holds its size, is among them); else it overwrites
+// k00..k19 with "w..." (the same size: the first page is not among them).
+// Then the sync of the next grant fails: the frames of those commits and
+// of the grant read back as zeros, while the shared index still counts
+// them. It returns the disk, the failed handle and open.
+func dropHole(t *testing.T, grow bool) (*faults.MemFS, *state.DB, func(pid int) (*state.DB, error)) {
+	t.Helper()
+	ctx := context.Background()
+	m := faults.NewMemFS(1)
+	m.SetDropFailedSyncs(true)
+	clock := newClock()
+	open := func(pid int) (*state.DB, error) {
+		return state.Open("/sim/hole.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+	}
+	db, err := open(1)
+	require.NoError(t, err)
+	for i := range holeKeys {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300)))
+	}
+	require.NoError(t, db.Close()) // the keys go into the file, and the WAL starts over
+	db, err = open(1)
+	require.NoError(t, err)
+	_, err = db.Lease(ctx, "durable", "a", time.Minute)
+	require.NoError(t, err)
+	from, to := 0, holeKeys/2
+	if grow {
+		from, to = holeKeys, 2*holeKeys
+	}
+	for i := from; i < to; i++ {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("w", 300)))
+	}
+	m.FailAt(faults.OpSync, 1)
+	_, err = db.Lease(ctx, "job", "a", time.Minute)
+	require.ErrorIs(t, err, state.ErrIO)
+	return m, db, open
+}
+
+// requireLastDurable requires db to be sound and to hold what dropHole made
+// durable, k00..k39 at "v...", and none of what the failed sync dropped.
+func requireLastDurable(t *testing.T, db *state.DB, what string) {
+	t.Helper()
+	ctx := context.Background()
+	findings, err := db.Check(ctx)
+	require.NoError(t, err, what)
+	require.Empty(t, findings, what)
+	for i := range 2 * holeKeys {
+		v, err := db.Get(ctx, fmt.Sprintf("k%02d", i))
+		if i >= holeKeys {
+			require.ErrorIs(t, err, state.ErrNotFound, "%s: k%02d was dropped", what, i)
+			continue
+		}
+		require.NoError(t, err, "%s: k%02d", what, i)
+		require.Equal(t, strings.Repeat("v", 300), v.String(), "%s: k%02d as last made durable", what, i)
+	}
+}
+
+// TestDroppedSyncHoleRefusedAtOpen: on a file system that drops a failed
+// sync's writes, the WAL reads back zeros where the shared index counts
+// committed frames. An Open beside the failed handle must refuse (ErrIO,
+// naming the lost frames) rather than rewrite those zeros and checkpoint
+// them into the file, and before it reads through them (a first page of
+// zeros is "not an SQLite database"). Once every handle has closed, the
+// next Open rebuilds the index from the WAL and opens at the last durable
+// commit, sound, and so it stays after a power loss.
+func TestDroppedSyncHoleRefusedAtOpen(t *testing.T) {
+	for _, grow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first page in the hole=%v", grow), func(t *testing.T) {
+			m, failed, open := dropHole(t, grow)
+			other, err := open(2)
+			if err == nil {
+				_ = other.Close()
+			}
+			require.ErrorIs(t, err, state.ErrIO, "an Open beside the failed handle meets the hole")
+			assert.Contains(t, err.Error(), "lost frames its index counts as committed, from frame")
+			assert.Contains(t, err.Error(), "the file system dropped writes that a sync which failed was to make durable")
+			_ = failed.Close()
+			requireReopens(t, m, open)
+		})
+	}
+}
+
+// TestDroppedSyncHoleNotRepairedAtClose: the failed handle is the file's
+// only one and closes; its Close must not rewrite the zeros the WAL reads
+// back, nor let a checkpoint copy them into the file: the next Open, and
+// the one after a power loss, find the last durable commit, sound.
+func TestDroppedSyncHoleNotRepairedAtClose(t *testing.T) {
+	for _, grow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first page in the hole=%v", grow), func(t *testing.T) {
+			m, failed, open := dropHole(t, grow)
+			_ = failed.Close()
+			requireReopens(t, m, open)
+		})
+	}
+}
+
+// requireReopens requires the file, alone on the disk, to open at the last
+// durable commit, and to again after a power loss.
+func requireReopens(t *testing.T, m *faults.MemFS, open func(pid int) (*state.DB, error)) {
+	t.Helper()
+	after, err := open(3)
+	require.NoError(t, err, "alone on the file, Open recovers from the WAL")
+	requireLastDurable(t, after, "reopened")
+	require.NoError(t, after.Close())
+
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	after, err = open(4)
+	require.NoError(t, err)
+	requireLastDurable(t, after, "after a power loss")
+	require.NoError(t, after.Close())
+}
+
+// TestWALStartedOverIsNoHole: after a checkpoint copied the whole WAL, the
+// next commit starts the WAL over from its first frame with new salts, and
+// the frames of the WAL before stay past the index's last frame, breaking
+// the checksum chain there. That is no hole: an Open beside the handle, on
+// the operating system's files, opens, and both see every key.
+func TestWALStartedOverIsNoHole(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "restart.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range holeKeys {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300)))
+	}
+	raw, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer raw.Close()
+	var busy, frames, copied int
+	require.NoError(t, raw.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "the whole WAL was copied")
+	before := walSize(t, path)
+	require.NoError(t, db.Set(ctx, "restarted", "yes"))
+	require.Equal(t, before, walSize(t, path), "the WAL started over, its old frames past the new ones")
+
+	other, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err, "frames past the index's last are no hole")
+	defer other.Close()
+	for _, h := range []*state.DB{db, other} {
+		v, err := h.Get(ctx, "restarted")
+		require.NoError(t, err)
+		assert.Equal(t, "yes", v.String())
+		_, err = h.Get(ctx, fmt.Sprintf("k%02d", holeKeys-1))
+		require.NoError(t, err)
+	}
+}
+
+// TestOverwrittenWALFrameRefusedAtOpen: on the operating system's files, a
+// committed frame of the WAL overwritten behind the open handle's back (as
+// a file system that drops a failed sync's pages leaves it) is found by
+// the next Open beside it through the -shm file's index, which refuses
+// with ErrIO, leaving the WAL and the file as they were.
+func TestOverwrittenWALFrameRefusedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "overwritten.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range holeKeys {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300)))
+	}
+	wal, err := os.OpenFile(path+"-wal", os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = wal.WriteAt(bytes.Repeat([]byte{0xa5}, 512), 32+24+2048) // inside the first frame's page
+	require.NoError(t, err)
+	require.NoError(t, wal.Close())
+	walBefore, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	fileBefore, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	other, err := state.Open(path, state.WithoutBackground())
+	if err == nil {
+		_ = other.Close()
+	}
+	require.ErrorIs(t, err, state.ErrIO)
+	assert.Contains(t, err.Error(), "lost frames its index counts as committed, from frame 1 of")
+	walAfter, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	fileAfter, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, walBefore, walAfter, "the WAL was left as it was")
+	assert.Equal(t, fileBefore, fileAfter, "and nothing was copied into the file")
+}
+
+func init() {
+	helperRoles["walhole-open"] = helperOpenSayIO
+}
+
+// helperOpenSayIO opens path and says "open ok", or "open failed", whether
+// the error is ErrIO and its text, on one line.
+func helperOpenSayIO(path string) int {
+	db, err := state.Open(path, state.WithoutBackground())
+	if err != nil {
+		fmt.Printf("open failed io=%v %s\n", errors.Is(err, state.ErrIO), strings.ReplaceAll(err.Error(), "\n", " "))
+		return 0
+	}
+	fmt.Println("open ok")
+	_ = db.Close()
+	return 0
+}
+
+// TestOverwrittenWALFrameRefusedByAnotherProcess: as above, but the frames
+// overwritten are those of the file's first page, and the Open runs in
+// another process: it reads the index from the -shm file before any of its
+// connections reads through the WAL (which would find "not an SQLite
+// database"), and refuses with ErrIO.
+func TestOverwrittenWALFrameRefusedByAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "overwritten.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range holeKeys {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300)))
+	}
+	require.NotZero(t, overwriteFirstPage(t, path+"-wal"), "the first page is in the WAL")
+	walBefore, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+
+	out := runChildren(t, 1, "walhole-open", path)[0]
+	assert.Contains(t, out, "open failed io=true ")
+	assert.Contains(t, out, "lost frames its index counts as committed, from frame")
+	walAfter, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	assert.Equal(t, walBefore, walAfter, "the WAL was left as it was")
+}
+
+// overwriteFirstPage overwrites the start of the page in every frame of
+// the WAL at name that holds the database's first page, and returns how
+// many it overwrote. The pages are 4096 bytes.
+func overwriteFirstPage(t *testing.T, name string) int {
+	t.Helper()
+	const frame = 24 + 4096
+	wal, err := os.OpenFile(name, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer wal.Close()
+	st, err := wal.Stat()
+	require.NoError(t, err)
+	n := 0
+	hdr := make([]byte, 4)
+	for off := int64(32); off+frame <= st.Size(); off += frame {
+		_, err := wal.ReadAt(hdr, off)
+		require.NoError(t, err)
+		if hdr[0] == 0 && hdr[1] == 0 && hdr[2] == 0 && hdr[3] == 1 {
+			_, err = wal.WriteAt(bytes.Repeat([]byte{0xa5}, 100), off+24)
+			require.NoError(t, err)
+			n++
+		}
+	}
+	return n
+}
+
+// walSize returns the size of the WAL beside path.
+func walSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path + "-wal")
+	require.NoError(t, err)
+	return st.Size()
+}
