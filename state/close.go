@@ -58,9 +58,21 @@ func (db *DB) Close() error {
 
 // closedAlready is Close's answer when another Close took the handle: it
 // waits for that one to return (the file checkpointed and closed), then
-// returns ErrClosed.
+// returns ErrClosed. Under a scheduler the wait is the scheduler's, which
+// runs the first Close meanwhile.
 func (db *DB) closedAlready() error {
-	<-db.closeDone
+	if s := db.cfg.sched; s != nil {
+		s.Wait(func() bool {
+			select {
+			case <-db.closeDone:
+				return true
+			default:
+				return false
+			}
+		})
+	} else {
+		<-db.closeDone
+	}
 	return db.named("close", "", ErrClosed)
 }
 
