@@ -38,7 +38,15 @@ func (m *MemFS) setEntry(name string, ino *inode) {
 // is the view's vfs.DirSyncer: SQLite's VFS calls it at the first sync of a
 // WAL or journal it opened to create. It returns an error wrapping
 // ErrPowerLost when the power is cut during this call (nothing more becomes
-// durable), and ErrPowerLost or ErrCrashed when the view is dead.
+// durable), ErrInjected for an injected failure (OpSyncDir), and
+// ErrPowerLost or ErrCrashed when the view is dead.
+//
+// A failed directory sync behaves as Linux's fsync of a directory that
+// returns EIO: nothing it was to make durable becomes so, and a power loss
+// may still take a file created since the last sync away, or bring a
+// deleted one back. Unlike a file's failed sync (fsyncgate), it loses
+// nothing for good: the directory stays dirty, and the next SyncDir of it
+// that succeeds, through any view, makes its changes durable.
 func (p *ProcessFS) SyncDir(name string) error {
 	m := p.m
 	m.mu.Lock()
@@ -49,6 +57,9 @@ func (p *ProcessFS) SyncDir(name string) error {
 	m.stats.DirSyncs++
 	if m.cutDue() {
 		return fmt.Errorf("sync directory of %q: %w", name, m.cut())
+	}
+	if err := m.injected(OpSyncDir); err != nil {
+		return fmt.Errorf("sync directory of %q: %w", name, err)
 	}
 	dir := path.Dir(name)
 	for n := range m.dirPending {

@@ -197,3 +197,72 @@ func TestPowerLossAtCutsDirectoryCalls(t *testing.T) {
 	require.NoError(t, err, "opening a file that exists creates nothing")
 	assert.True(t, m.Powered())
 }
+
+// A failed directory sync (OpSyncDir) returns an error wrapping
+// ErrInjected, counted as an injected directory-sync error, and makes
+// nothing durable: a power loss still takes the file created before it
+// away and brings the file deleted before it back. The directory stays
+// dirty: the next directory sync that succeeds, through another process's
+// view too, makes both durable, as Linux writes a dirty directory again at
+// its next fsync.
+func TestFailedSyncDirLeavesItsChangesPendingUntilOneSucceeds(t *testing.T) {
+	setup := func() (*faults.MemFS, *faults.ProcessFS) {
+		m := faults.NewMemFS(1)
+		p := m.Process(1)
+		write(t, open(t, p, "/d/old"), []byte("old"), 0)
+		f, err := p.Open("/d/new", rwCreate)
+		require.NoError(t, err)
+		write(t, f, []byte("new"), 0)
+		require.NoError(t, f.Sync())
+		require.NoError(t, p.Delete("/d/old"))
+		m.FailAt(faults.OpSyncDir, 1)
+		err = p.SyncDir("/d/new")
+		require.ErrorIs(t, err, faults.ErrInjected)
+		assert.Contains(t, err.Error(), `sync directory of "/d/new"`)
+		st := m.Stats()
+		assert.EqualValues(t, 1, st.InjectedErrors)
+		assert.EqualValues(t, 1, st.InjectedDirSyncErrors)
+		assert.Zero(t, st.InjectedSyncErrors, "a directory sync is not a file's sync")
+		assert.Equal(t, []string{"/d/new"}, m.Files(), "the page cache has both changes")
+		return m, p
+	}
+
+	m, _ := setup()
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []string{"/d/old"}, m.Files(), "the failed directory sync made neither change durable")
+	assert.EqualValues(t, 1, m.Stats().DirLosses)
+
+	m, _ = setup()
+	require.NoError(t, m.Process(2).SyncDir("/d/other"), "the next directory sync succeeds")
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	assert.Equal(t, []string{"/d/new"}, m.Files(), "a later successful sync made both changes durable")
+	assert.Equal(t, []byte("new"), contents(t, m, 1, "/d/new"))
+	assert.Zero(t, m.Stats().DirLosses)
+}
+
+// SetFailRate fails directory syncs too, from the seeded fault stream, and
+// FailAt(OpSyncDir) counts directory syncs only: a file's sync neither
+// fails nor moves it.
+func TestSyncDirFailsOnDemand(t *testing.T) {
+	m := faults.NewMemFS(1)
+	p := m.Process(1)
+	f := open(t, p, "/d/db")
+	m.FailAt(faults.OpSyncDir, 2)
+	require.NoError(t, f.Sync())
+	require.NoError(t, p.SyncDir("/d/db"))
+	require.NoError(t, f.Sync())
+	require.ErrorIs(t, p.SyncDir("/d/db"), faults.ErrInjected)
+	require.NoError(t, p.SyncDir("/d/db"), "FailAt fails one call")
+
+	m.SetFailRate(faults.OpSyncDir, 1)
+	require.ErrorIs(t, p.SyncDir("/d/db"), faults.ErrInjected)
+	require.NoError(t, f.Sync())
+	m.SetFailRate(faults.OpSyncDir, 0)
+	require.NoError(t, p.SyncDir("/d/db"))
+	st := m.Stats()
+	assert.EqualValues(t, 2, st.InjectedDirSyncErrors)
+	assert.EqualValues(t, 2, st.InjectedErrors)
+	assert.Equal(t, "syncdir", faults.OpSyncDir.String())
+}

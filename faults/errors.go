@@ -12,8 +12,8 @@ var ErrPowerLost = errors.New("faults: power lost")
 // process that crashed (MemFS.Crash) after the view was made.
 var ErrCrashed = errors.New("faults: process crashed")
 
-// ErrInjected is returned, wrapped, by a MemFS read, write, sync or truncate
-// chosen to fail by MemFS.FailAt or MemFS.SetFailRate.
+// ErrInjected is returned, wrapped, by a MemFS read, write, sync, truncate
+// or directory sync chosen to fail by MemFS.FailAt or MemFS.SetFailRate.
 var ErrInjected = errors.New("faults: injected I/O error")
 
 // ErrClosed is returned, wrapped, by calls on a MemFS file after its Close.

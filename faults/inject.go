@@ -15,10 +15,14 @@ const (
 	OpWrite
 	OpSync
 	OpTruncate
+	// OpSyncDir is a directory sync (ProcessFS.SyncDir): a failed one makes
+	// nothing durable, and a later one that succeeds makes durable what it
+	// left, as Linux writes a dirty directory again at its next fsync.
+	OpSyncDir
 	opCount
 )
 
-// String returns "read", "write", "sync" or "truncate".
+// String returns "read", "write", "sync", "truncate" or "syncdir".
 func (op Op) String() string {
 	switch op {
 	case OpRead:
@@ -29,6 +33,8 @@ func (op Op) String() string {
 		return "sync"
 	case OpTruncate:
 		return "truncate"
+	case OpSyncDir:
+		return "syncdir"
 	}
 	return fmt.Sprintf("Op(%d)", int(op))
 }
@@ -142,8 +148,11 @@ func (m *MemFS) injected(op Op) error {
 		return nil
 	}
 	m.stats.InjectedErrors++
-	if op == OpSync {
+	switch op {
+	case OpSync:
 		m.stats.InjectedSyncErrors++
+	case OpSyncDir:
+		m.stats.InjectedDirSyncErrors++
 	}
 	return fmt.Errorf("%s: %w", op, ErrInjected)
 }

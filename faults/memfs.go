@@ -30,8 +30,9 @@ const (
 //
 // Processes reach the disk through views (Process): every view shares the
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss
-// ends them all. Faults can be injected: I/O errors (FailAt, SetFailRate),
-// failed syncs whose writes stay readable or, as on XFS, are dropped
+// ends them all. Faults can be injected: I/O errors of reads, writes,
+// syncs, truncates and directory syncs (FailAt, SetFailRate), failed syncs
+// whose writes stay readable or, as on XFS, are dropped
 // (SetDropFailedSyncs), a full disk (SetWriteBudget), a power cut at a
 // chosen mutating call, a file's creation or deletion and a directory sync
 // among them (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative
@@ -69,22 +70,23 @@ type MemFS struct {
 // Stats counts what a MemFS has done since NewMemFS. Calls are counted when
 // they reach the disk: calls refused for a dead view or file are not.
 type Stats struct {
-	Opens              int64 // files opened
-	Reads              int64 // ReadAt calls
-	Writes             int64 // WriteAt calls
-	Syncs              int64 // Sync calls
-	Truncates          int64 // Truncate calls
-	Creates            int64 // files created by Open (anonymous files have no name to create)
-	Deletes            int64 // files deleted
-	DirSyncs           int64 // SyncDir calls
-	BytesWritten       int64 // bytes of successful writes
-	InjectedErrors     int64 // calls failed by FailAt or SetFailRate
-	InjectedSyncErrors int64 // the syncs among them
-	NoSpaceErrors      int64 // writes refused by the write budget
-	PowerLosses        int64 // PowerLoss calls and cuts from PowerLossAt
-	DirLosses          int64 // of PowerLosses, those that found a file's creation or deletion its directory's sync had not made durable
-	Crashes            int64 // Crash calls
-	Sleeps             int64 // Sleep calls (SQLite's xSleep)
+	Opens                 int64 // files opened
+	Reads                 int64 // ReadAt calls
+	Writes                int64 // WriteAt calls
+	Syncs                 int64 // Sync calls
+	Truncates             int64 // Truncate calls
+	Creates               int64 // files created by Open (anonymous files have no name to create)
+	Deletes               int64 // files deleted
+	DirSyncs              int64 // SyncDir calls
+	BytesWritten          int64 // bytes of successful writes
+	InjectedErrors        int64 // calls failed by FailAt or SetFailRate
+	InjectedSyncErrors    int64 // the syncs of files among them
+	InjectedDirSyncErrors int64 // the directory syncs among them
+	NoSpaceErrors         int64 // writes refused by the write budget
+	PowerLosses           int64 // PowerLoss calls and cuts from PowerLossAt
+	DirLosses             int64 // of PowerLosses, those that found a file's creation or deletion its directory's sync had not made durable
+	Crashes               int64 // Crash calls
+	Sleeps                int64 // Sleep calls (SQLite's xSleep)
 }
 
 // Mutations is the number of mutating calls (writes, syncs and truncates
