@@ -28,29 +28,31 @@ const (
 // Rates are the probabilities, per client operation, that the simulator
 // injects each kind of fault just before it. A rate of 0 turns the fault off.
 type Rates struct {
-	PowerLoss float64 // cut the power between operations (drop, keep or tear)
-	MidOp     float64 // arm a power cut at one of the next few mutating disk calls (faults.Stats.Mutations); restarts arm one too, as their Close begins
-	Crash     float64 // kill one process: its buffered increments are lost
-	Restart   float64 // close one process cleanly and start it again
-	Pause     float64 // stop one process for longer than its leases
-	WallStep  float64 // step the wall clock back or forward
-	IOError   float64 // fail one of the next few reads or writes
-	SyncError float64 // fail one of the next few syncs (fsyncgate)
-	DiskFull  float64 // fill the disk for a few operations
+	PowerLoss    float64 // cut the power between operations (drop, keep or tear)
+	MidOp        float64 // arm a power cut at one of the next few mutating disk calls (faults.Stats.Mutations); restarts arm one too, as their Close begins
+	Crash        float64 // kill one process: its buffered increments are lost
+	Restart      float64 // close one process cleanly and start it again
+	Pause        float64 // stop one process for longer than its leases
+	WallStep     float64 // step the wall clock back or forward
+	IOError      float64 // fail one of the next few reads or writes
+	SyncError    float64 // fail one of the next few syncs (fsyncgate)
+	DiskFull     float64 // fill the disk for a few operations
+	DirSyncError float64 // fail one of the next few directory syncs (EIO): what they were to make durable a power loss may undo until one succeeds
 }
 
 // DefaultRates are the fault rates of a default run: a few faults of each
 // kind in a run of DefaultOps operations.
 var DefaultRates = Rates{
-	PowerLoss: 0.004,
-	MidOp:     0.004,
-	Crash:     0.006,
-	Restart:   0.006,
-	Pause:     0.005,
-	WallStep:  0.012,
-	IOError:   0.003,
-	SyncError: 0.003,
-	DiskFull:  0.003,
+	PowerLoss:    0.004,
+	MidOp:        0.004,
+	Crash:        0.006,
+	Restart:      0.006,
+	Pause:        0.005,
+	WallStep:     0.012,
+	IOError:      0.003,
+	SyncError:    0.003,
+	DiskFull:     0.003,
+	DirSyncError: 0.003,
 }
 
 // Defaults of a Config.
@@ -150,6 +152,7 @@ func (r *Rates) list() []rate {
 		{"ioerror", "injected read and write errors", &r.IOError},
 		{"syncerror", "injected sync errors (fsyncgate)", &r.SyncError},
 		{"diskfull", "disk-full episodes", &r.DiskFull},
+		{"dirsyncerror", "injected directory sync errors (EIO from fsync of a directory)", &r.DirSyncError},
 	}
 }
 

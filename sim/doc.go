@@ -5,8 +5,8 @@
 // sweeper, flusher and checkpointer), each running several client
 // goroutines that call every verb on a few shared keys and two leases,
 // while the simulator cuts the power, crashes, pauses and restarts
-// processes, steps the wall clock, fails reads, writes and syncs, and fills
-// the disk.
+// processes, steps the wall clock, fails reads, writes, syncs and
+// directory syncs, and fills the disk.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

@@ -17,6 +17,7 @@ const (
 	faultIOError
 	faultSyncError
 	faultDiskFull
+	faultDirSyncError
 	faultKinds
 )
 
@@ -24,7 +25,7 @@ const (
 var faultNames = [faultKinds]string{
 	faultPowerLoss: "powerloss", faultMidOp: "midop", faultCrash: "crash", faultRestart: "restart",
 	faultPause: "pause", faultWallStep: "wallstep", faultIOError: "ioerror", faultSyncError: "syncerror",
-	faultDiskFull: "diskfull",
+	faultDiskFull: "diskfull", faultDirSyncError: "dirsyncerror",
 }
 
 // Bounds of the faults' draws.
@@ -33,6 +34,7 @@ const (
 	afterSyncCallsMax = 12    // ... and one armed after a failed sync, within this many
 	closeCallsMax     = 16    // ... and one armed as a restart's Close begins, within this many
 	ioErrorCallsMax   = 30    // an I/O error falls within this many reads or writes
+	dirSyncCallsMax   = 3     // a directory sync error falls within this many directory syncs
 	diskBudgetMax     = 16384 // bytes a full disk still takes
 	diskFullOpsMax    = 15    // steps a disk-full episode lasts
 	pauseMinMillis    = leaseTTLMin + leaseTTLSpan
@@ -46,7 +48,7 @@ func (w *world) rates() [faultKinds]float64 {
 	return [faultKinds]float64{
 		faultPowerLoss: r.PowerLoss, faultMidOp: r.MidOp, faultCrash: r.Crash, faultRestart: r.Restart,
 		faultPause: r.Pause, faultWallStep: r.WallStep, faultIOError: r.IOError, faultSyncError: r.SyncError,
-		faultDiskFull: r.DiskFull,
+		faultDiskFull: r.DiskFull, faultDirSyncError: r.DirSyncError,
 	}
 }
 
@@ -112,6 +114,12 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 		n := 1 + r.Int64N(ioErrorCallsMax/3)
 		w.m.FailAt(faults.OpSync, n)
 		w.logf("fault: sync error armed at call %d", n)
+	case faultDirSyncError:
+		// Directory syncs are few (a connection's first sync of the WAL
+		// it opened syncs its directory, once): armed within the next few.
+		n := 1 + r.Int64N(dirSyncCallsMax)
+		w.m.FailAt(faults.OpSyncDir, n)
+		w.logf("fault: directory sync error armed at call %d", n)
 	case faultDiskFull:
 		if w.diskFull > 0 {
 			return false

@@ -256,15 +256,17 @@ func (w *world) stopOn(t *thread, p *process, why string) {
 }
 
 // afterFailedSync arms, three times in four, a power cut within the next
-// few writes and syncs once a sync failed: what follows a failed sync (the
-// handle's end, the WAL's repair, a checkpoint another connection runs) is
-// where a power loss finds what the failure left behind.
+// few writes and syncs once a sync of a file or a directory failed: what
+// follows a failed sync (the handle's end, the WAL's repair, a checkpoint
+// another connection runs, the next Open before its first sync) is where a
+// power loss finds what the failure left behind.
 func (w *world) afterFailedSync() {
 	st := w.m.Stats()
-	if st.InjectedSyncErrors == w.syncErrorsSeen {
+	failed := st.InjectedSyncErrors + st.InjectedDirSyncErrors
+	if failed == w.syncErrorsSeen {
 		return
 	}
-	w.syncErrorsSeen = st.InjectedSyncErrors
+	w.syncErrorsSeen = failed
 	r := w.rngFault[faultMidOp]
 	if r.IntN(4) != 0 && w.cfg.Rates.MidOp > 0 && !w.ending {
 		mode, n := lossMode(r), 1+r.Int64N(afterSyncCallsMax)

@@ -276,7 +276,7 @@ func (w *world) runProbe(t *thread, p *process, c *client, pr *probe) {
 func (w *world) finish() {
 	w.logf("finish")
 	w.m.PowerLossAt(0, faults.LossDrop)
-	for _, op := range []faults.Op{faults.OpRead, faults.OpWrite, faults.OpSync, faults.OpTruncate} {
+	for _, op := range []faults.Op{faults.OpRead, faults.OpWrite, faults.OpSync, faults.OpTruncate, faults.OpSyncDir} {
 		w.m.FailAt(op, 0)
 	}
 	w.m.SetWriteBudget(-1)

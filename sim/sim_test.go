@@ -182,6 +182,7 @@ func TestCleanSeeds(t *testing.T) {
 		unknown += r.Stats.Unknown
 		fired.InjectedErrors += r.Stats.Disk.InjectedErrors
 		fired.InjectedSyncErrors += r.Stats.Disk.InjectedSyncErrors
+		fired.InjectedDirSyncErrors += r.Stats.Disk.InjectedDirSyncErrors
 		fired.NoSpaceErrors += r.Stats.Disk.NoSpaceErrors
 		fired.PowerLosses += r.Stats.Disk.PowerLosses
 		fired.Crashes += r.Stats.Disk.Crashes
@@ -204,7 +205,7 @@ func TestCleanSeeds(t *testing.T) {
 	}
 	// The default rates must inject every fault kind somewhere, sync
 	// errors included: one kind a field of Rates.
-	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull"}
+	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull", "dirsyncerror"}
 	require.Len(t, kinds, reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
 	for _, kind := range kinds {
 		assert.Positive(t, armed[kind], "no %s fault in %d seeds", kind, n)
@@ -213,8 +214,9 @@ func TestCleanSeeds(t *testing.T) {
 	// Armed is not fired: an error armed for a call that never comes, or
 	// a budget no write reaches, tests nothing. The disk counts what it
 	// did.
-	assert.Positive(t, fired.InjectedErrors-fired.InjectedSyncErrors, "no read or write failed in %d seeds", n)
+	assert.Positive(t, fired.InjectedErrors-fired.InjectedSyncErrors-fired.InjectedDirSyncErrors, "no read or write failed in %d seeds", n)
 	assert.Positive(t, fired.InjectedSyncErrors, "no sync failed in %d seeds", n)
+	assert.Positive(t, fired.InjectedDirSyncErrors, "no directory sync failed in %d seeds", n)
 	assert.Positive(t, fired.NoSpaceErrors, "no write was refused for room in %d seeds", n)
 	assert.Positive(t, fired.PowerLosses, "no power was lost in %d seeds", n)
 	assert.Positive(t, fired.Crashes, "no process crashed in %d seeds", n)

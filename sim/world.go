@@ -56,7 +56,7 @@ type world struct {
 	tickets        int         // operations clients may begin now
 	probe          *probe      // the call the next operation makes, at a deadline
 	pauses         int         // process pauses begun so far
-	syncErrorsSeen int64       // injected sync errors a process end has followed
+	syncErrorsSeen int64       // injected sync errors, of files and directories, a process end has followed
 	dirLossesSeen  int64       // power losses that found a directory change not yet durable, counted so far
 	zombies        []*state.DB // handles of processes that died, for the teardown
 	tearing        bool        // the teardown runs: nothing more is recorded
