@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/statekit/statekit/faults"
 )
 
 // totals sums the results of many seeds.
@@ -22,6 +24,7 @@ type totals struct {
 	steps               int64
 	virtualMillis       int64
 	faults              map[string]int
+	disk                faults.Stats // the simulated disks' counters, summed: what fired
 	failures            []result
 	slowest             result // the seed whose slowest partition took longest to check
 	firstSeed, lastSeed uint64
@@ -55,6 +58,12 @@ func (t *totals) add(r result) {
 	for k, n := range st.Faults {
 		t.faults[k] += n
 	}
+	t.disk.InjectedErrors += st.Disk.InjectedErrors
+	t.disk.InjectedSyncErrors += st.Disk.InjectedSyncErrors
+	t.disk.InjectedDirSyncErrors += st.Disk.InjectedDirSyncErrors
+	t.disk.NoSpaceErrors += st.Disk.NoSpaceErrors
+	t.disk.PowerLosses += st.Disk.PowerLosses
+	t.disk.Crashes += st.Disk.Crashes
 }
 
 // runMany runs -seeds seeds from -from and prints a summary. An interrupt
@@ -153,6 +162,12 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, t.faults[k]))
 	}
 	fmt.Fprintf(w, "faults: %s\n", strings.Join(fs, " "))
+	d := t.disk
+	fmt.Fprintf(w, "fired on the disk: %s, %s, %s, %s refused for room, %s, %s\n",
+		count(int(d.InjectedErrors-d.InjectedSyncErrors-d.InjectedDirSyncErrors), "failed read or write", "failed reads or writes"),
+		count(int(d.InjectedSyncErrors), "failed sync", "failed syncs"),
+		count(int(d.InjectedDirSyncErrors), "failed directory sync", "failed directory syncs"),
+		count(int(d.NoSpaceErrors), "write", "writes"), count(int(d.PowerLosses), "power loss", "power losses"), count(int(d.Crashes), "crash", "crashes"))
 	if t.slowest.CheckPartition != "" {
 		fmt.Fprintf(w, "check: slowest partition %s of seed %d took %s (limit %s, per partition)\n",
 			t.slowest.CheckPartition, t.slowest.Seed, roundCheck(t.slowest.CheckSlowest), limitString(opt.cfg.CheckTimeout))

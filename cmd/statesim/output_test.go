@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/sim"
 	"github.com/stretchr/testify/assert"
 )
@@ -45,4 +46,22 @@ func TestSummaryCountsInTheSingular(t *testing.T) {
 	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 2}, &totals{seeds: 2, opens: 2, checks: 2}, time.Second)
 	assert.Contains(t, out.String(), "; 2 workers; ")
 	assert.Contains(t, out.String(), "; 2 process starts, 2 integrity checks\n")
+}
+
+// TestSummarySaysWhatFiredOnTheDisk: the summary sums the simulated
+// disks' own counters over the seeds, so that a run says how many injected
+// errors fired, not only how many were armed: failed directory syncs apart
+// from failed syncs of files, and both apart from failed reads and writes.
+func TestSummarySaysWhatFiredOnTheDisk(t *testing.T) {
+	tot := &totals{faults: map[string]int{}}
+	for _, d := range []faults.Stats{
+		{InjectedErrors: 4, InjectedSyncErrors: 1, InjectedDirSyncErrors: 1, NoSpaceErrors: 1, PowerLosses: 1},
+		{InjectedErrors: 3, InjectedSyncErrors: 2, InjectedDirSyncErrors: 1, PowerLosses: 2, Crashes: 1},
+		{InjectedErrors: 1, InjectedDirSyncErrors: 1},
+	} {
+		tot.add(result{Stats: sim.Stats{Disk: d}})
+	}
+	var out bytes.Buffer
+	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, tot, time.Second)
+	assert.Contains(t, out.String(), "fired on the disk: 2 failed reads or writes, 3 failed syncs, 3 failed directory syncs, 1 write refused for room, 3 power losses, 1 crash\n")
 }
