@@ -58,14 +58,20 @@ func (p *ProcessFS) SyncDir(name string) error {
 	if m.cutDue() {
 		return fmt.Errorf("sync directory of %q: %w", name, m.cut())
 	}
+	dir := path.Dir(name)
 	if err := m.injected(OpSyncDir); err != nil {
+		for n := range m.dirPending {
+			if path.Dir(n) == dir {
+				m.dirFailed[n] = true
+			}
+		}
 		return fmt.Errorf("sync directory of %q: %w", name, err)
 	}
-	dir := path.Dir(name)
 	for n := range m.dirPending {
 		if path.Dir(n) == dir {
 			delete(m.dirPending, n)
 			delete(m.dirDurable, n)
+			delete(m.dirFailed, n)
 		}
 	}
 	return nil
@@ -102,5 +108,6 @@ func (m *MemFS) settleDirs(mode LossMode) map[string]*inode {
 	}
 	clear(m.dirPending)
 	clear(m.dirDurable)
+	clear(m.dirFailed)
 	return files
 }

@@ -201,10 +201,10 @@ func TestPowerLossAtCutsDirectoryCalls(t *testing.T) {
 // A failed directory sync (OpSyncDir) returns an error wrapping
 // ErrInjected, counted as an injected directory-sync error, and makes
 // nothing durable: a power loss still takes the file created before it
-// away and brings the file deleted before it back. The directory stays
-// dirty: the next directory sync that succeeds, through another process's
-// view too, makes both durable, as Linux writes a dirty directory again at
-// its next fsync.
+// away and brings the file deleted before it back (counted in
+// FailedDirSyncLosses). The directory stays dirty: the next directory sync
+// that succeeds, through another process's view too, makes both durable,
+// as Linux writes a dirty directory again at its next fsync.
 func TestFailedSyncDirLeavesItsChangesPendingUntilOneSucceeds(t *testing.T) {
 	setup := func() (*faults.MemFS, *faults.ProcessFS) {
 		m := faults.NewMemFS(1)
@@ -232,6 +232,7 @@ func TestFailedSyncDirLeavesItsChangesPendingUntilOneSucceeds(t *testing.T) {
 	m.Reboot()
 	assert.Equal(t, []string{"/d/old"}, m.Files(), "the failed directory sync made neither change durable")
 	assert.EqualValues(t, 1, m.Stats().DirLosses)
+	assert.EqualValues(t, 1, m.Stats().FailedDirSyncLosses, "the power loss found what the failed sync left")
 
 	m, _ = setup()
 	require.NoError(t, m.Process(2).SyncDir("/d/other"), "the next directory sync succeeds")
@@ -240,6 +241,15 @@ func TestFailedSyncDirLeavesItsChangesPendingUntilOneSucceeds(t *testing.T) {
 	assert.Equal(t, []string{"/d/new"}, m.Files(), "a later successful sync made both changes durable")
 	assert.Equal(t, []byte("new"), contents(t, m, 1, "/d/new"))
 	assert.Zero(t, m.Stats().DirLosses)
+	assert.Zero(t, m.Stats().FailedDirSyncLosses)
+
+	m, p := setup()
+	_, err := p.Open("/e/other", rwCreate)
+	require.NoError(t, err)
+	require.NoError(t, p.SyncDir("/d/new"))
+	m.PowerLoss(faults.LossDrop)
+	assert.EqualValues(t, 1, m.Stats().DirLosses, "a change in another directory is pending")
+	assert.Zero(t, m.Stats().FailedDirSyncLosses, "but no failed sync was asked to make it durable")
 }
 
 // SetFailRate fails directory syncs too, from the seeded fault stream, and

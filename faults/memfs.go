@@ -46,6 +46,7 @@ type MemFS struct {
 	files       map[string]*inode
 	dirPending  map[string][]dirChange // changes to a name since its directory's sync
 	dirDurable  map[string]dirChange   // the durable state of each name in dirPending
+	dirFailed   map[string]bool        // the names in dirPending a failed SyncDir was to make durable
 	locks       *vfs.LockManager
 	epoch       uint64 // bumped by each power loss
 	off         bool   // power is off, until Reboot
@@ -85,6 +86,7 @@ type Stats struct {
 	NoSpaceErrors         int64 // writes refused by the write budget
 	PowerLosses           int64 // PowerLoss calls and cuts from PowerLossAt
 	DirLosses             int64 // of PowerLosses, those that found a file's creation or deletion its directory's sync had not made durable
+	FailedDirSyncLosses   int64 // of DirLosses, those that found one a failed directory sync had been asked to make durable
 	Crashes               int64 // Crash calls
 	Sleeps                int64 // Sleep calls (SQLite's xSleep)
 }
@@ -107,6 +109,7 @@ func NewMemFS(seed uint64) *MemFS {
 		files:       map[string]*inode{},
 		dirPending:  map[string][]dirChange{},
 		dirDurable:  map[string]dirChange{},
+		dirFailed:   map[string]bool{},
 		locks:       vfs.NewLockManager(),
 		incarnation: map[int]uint64{},
 		open:        map[uint64]*memFile{},

@@ -86,6 +86,9 @@ func (m *MemFS) powerLoss(mode LossMode) {
 	if len(m.dirPending) > 0 {
 		m.stats.DirLosses++
 	}
+	if len(m.dirFailed) > 0 {
+		m.stats.FailedDirSyncLosses++
+	}
 	files := m.settleDirs(mode)
 	names := make([]string, 0, len(files))
 	for name := range files {

@@ -72,3 +72,26 @@ func TestCutsFindDirectoryChangesNotYetDurable(t *testing.T) {
 	}
 	require.Positive(t, found, "no power loss found a file's creation or deletion not yet durable")
 }
+
+// TestPowerLossesFindWhatAFailedDirectorySyncLeft: a failed directory sync
+// leaves the WAL's creation or deletion at a power loss's mercy until a
+// later sync succeeds, which the next Open's first sync of the WAL does at
+// once; so the simulator arms a cut within the next few disk calls once an
+// Open failed on a sync, as once a handle did. The power losses then find
+// such a change, and every SyncFull write survives them. One process per
+// seed, so that its Close deletes the WAL and its Open makes a new one.
+func TestPowerLossesFindWhatAFailedDirectorySyncLeft(t *testing.T) {
+	var found int64
+	for seed := uint64(1); seed <= 6; seed++ {
+		cfg := DefaultConfig(seed)
+		cfg.Procs = 1
+		cfg.SyncFull = true
+		cfg.Rates.DirSyncError = 0.2
+		cfg.Rates.Restart = 0.03
+		r, err := Run(cfg)
+		require.NoError(t, err)
+		require.True(t, r.OK(), "seed %d: %v", seed, r.Violations)
+		found += r.Stats.Disk.FailedDirSyncLosses
+	}
+	require.Positive(t, found, "no power loss found a change a failed directory sync had left not durable")
+}

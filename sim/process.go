@@ -183,6 +183,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		w.logf("p%d open failed: %s", p.pid, errClass(err))
 		if w.classify(p, "open", err, before) == failDead {
 			w.needCheck = true
+			w.afterFailedSync()
 		}
 		return
 	}
@@ -256,10 +257,11 @@ func (w *world) stopOn(t *thread, p *process, why string) {
 }
 
 // afterFailedSync arms, three times in four, a power cut within the next
-// few writes and syncs once a sync of a file or a directory failed: what
-// follows a failed sync (the handle's end, the WAL's repair, a checkpoint
-// another connection runs, the next Open before its first sync) is where a
-// power loss finds what the failure left behind.
+// few writes and syncs once a sync of a file or a directory failed and a
+// handle or an Open failed on it: what follows a failed sync (the handle's
+// end, the WAL's repair, a checkpoint another connection runs, the next
+// Open before its first sync makes a failed directory sync's changes
+// durable) is where a power loss finds what the failure left behind.
 func (w *world) afterFailedSync() {
 	st := w.m.Stats()
 	failed := st.InjectedSyncErrors + st.InjectedDirSyncErrors

@@ -318,6 +318,33 @@ func TestIOErrorWrapsItsCause(t *testing.T) {
 	}
 }
 
+// TestOpenFailedDirSyncWrapsItsCause: Open syncs the WAL it made, and
+// with it the WAL's directory; a directory sync that fails (EIO) fails the
+// Open with ErrIO wrapping the file system's error and naming the directory
+// sync, not a bare "disk I/O error". The next Open syncs the directory
+// again, and a power loss after it keeps every FULL write.
+func TestOpenFailedDirSyncWrapsItsCause(t *testing.T) {
+	fm := newFltMachine(t)
+	db := fm.open(1, state.WithSync(state.SyncFull))
+	require.NoError(t, db.Set(fm.ctx, "a", "1"))
+	require.NoError(t, db.Close()) // the last close deletes the WAL
+	fm.m.FailAt(faults.OpSyncDir, 1)
+	_, err := state.Open(fltPath, state.WithFS(fm.m.Process(2)), state.WithClock(fm.clock), state.WithoutBackground())
+	require.ErrorIs(t, err, state.ErrIO)
+	assert.ErrorIs(t, err, faults.ErrInjected, "ErrIO wraps the file system's error")
+	assert.Contains(t, err.Error(), "sync directory")
+	require.EqualValues(t, 1, fm.m.Stats().InjectedDirSyncErrors)
+
+	db = fm.open(3, state.WithSync(state.SyncFull))
+	require.NoError(t, db.Set(fm.ctx, "b", "2"))
+	fm.m.PowerLoss(faults.LossDrop)
+	fm.m.Reboot()
+	db = fm.open(4)
+	assert.Equal(t, "1", fm.get(db, "a"))
+	assert.Equal(t, "2", fm.get(db, "b"), "the FULL write after the failed directory sync survives")
+	fm.check(db)
+}
+
 // TestIncrBufferedRefusedAfterIOError: ErrIO's promise is that the handle
 // refuses every further call. IncrBuffered touches no disk, but accepting
 // an increment a failed handle can never write would lose it silently.
