@@ -283,9 +283,9 @@ var canaries = []struct {
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
 	{"limiter-two-steps", []string{sim.CheckRateLimit}, 0, nil},
-	// A fill's lease lost before its write: 31 of 200 default seeds (the
-	// README's table); since directory syncs fail too, seeds 1 to 21 miss
-	// it and 22 to 30 catch it six times, so it takes 30 seeds here.
+	// A fill's lease lost before its write: 25 of 200 default seeds (the
+	// README's table); since directory syncs fail too, seeds 1 to 18 miss
+	// it and 19 to 30 catch it seven times, so it takes 30 seeds here.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 30, nil},
 }
 
