@@ -133,6 +133,7 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 	for {
 		var n int
 		var more bool
+		var tell func(error)
 		if db.cfg.sched == nil {
 			runtime.Gosched() // a simulator's scheduler decides its own points
 		}
@@ -144,9 +145,15 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 				n, more, err = db.bugSweepStale(ctx, stale, start)
 				return err
 			}
-			n, more, err = db.sweepTxn(ctx, start)
+			n, more, tell, err = db.sweepTxn(ctx, start)
 			return err
 		})
+		if tell != nil {
+			// After do, so after the commit's sync when the handle syncs
+			// its commits: the observer learns of the sweep once the
+			// engine is done with it, the sync's error included.
+			tell(err)
+		}
 		total += n
 		if err != nil || !more || (stop != nil && stop()) {
 			return total, err
@@ -160,8 +167,10 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 // commits after the step during which a verb queued for the lock, once its steps took
 // sweepTxnTime, or after sweepTxnRows rows. It reads the clock itself at
 // its start and after its COMMIT, and nowhere else (a benchmark's probe
-// times its transactions by those two reads). Callers hold mu.
-func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err error) {
+// times its transactions by those two reads). With a sweep observer it
+// returns tell, to be called with the sweep's final error once its commit
+// is synced (sweep does, after do). Callers hold mu.
+func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, tell func(error), err error) {
 	began := db.cfg.clock.Monotonic()
 	var end func([]string, error)
 	if o := db.cfg.sweeps; o != nil {
@@ -178,9 +187,9 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		var limit int
 		n, limit, err = db.sweepOneStep(ctx, cutoff, &keys)
 		more = err == nil && n == limit
-		db.sweepEnd(end, keys, err, n, pages)
+		tell = db.sweepEnd(end, keys, n, pages)
 		db.cfg.clock.Monotonic() // the second of sweepTxn's two clock reads (statebench's probe)
-		return n, more, err
+		return n, more, tell, err
 	}
 	n, more, yielded, stepsEnd, err := db.sweepSteps(ctx, cutoff, began, &keys)
 	if err == nil {
@@ -191,14 +200,14 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, err
 		_, _ = db.st.rollback.ExecContext(context.WithoutCancel(ctx))
 		n, more, keys = 0, false, nil
 	}
-	db.sweepEnd(end, keys, err, n, pages)
+	tell = db.sweepEnd(end, keys, n, pages)
 	// A verb waited through this COMMIT: if it took longer than a step
 	// should, the steps write too many pages for the COMMIT that follows
 	// one; make them smaller.
 	if committed := db.cfg.clock.Monotonic(); yielded && committed-stepsEnd > sweepBatchTime && db.sweepRows > 1 {
 		db.sweepRows /= 2
 	}
-	return n, more, err
+	return n, more, tell, err
 }
 
 // sweepOneStep runs one step of up to sweepLimit rows in autocommit, a
@@ -217,12 +226,18 @@ func (db *DB) sweepOneStep(ctx context.Context, cutoff int64, keys *[]string) (n
 	return n, limit, nil
 }
 
-// sweepEnd tells the sweep observer, if any, what a sweep transaction
-// deleted, and counts the pages it wrote toward the next background
-// checkpoint (pages: pagesWritten before it began). Callers hold mu.
-func (db *DB) sweepEnd(end func([]string, error), keys []string, err error, n, pages int) {
+// sweepEnd counts the pages a sweep transaction wrote toward the next
+// background checkpoint (pages: pagesWritten before it began) and returns
+// what tells the sweep observer, if any, the keys it deleted (nil after an
+// error) and its final error. Callers hold mu.
+func (db *DB) sweepEnd(end func([]string, error), keys []string, n, pages int) (tell func(error)) {
 	if end != nil {
-		end(keys, err)
+		tell = func(err error) {
+			if err != nil {
+				keys = nil
+			}
+			end(keys, err)
+		}
 	}
 	if n > 0 {
 		w := sweepBatchWrites
@@ -231,6 +246,7 @@ func (db *DB) sweepEnd(end func([]string, error), keys []string, err error, n, p
 		}
 		db.bg.ckpt.wrote(w)
 	}
+	return tell
 }
 
 // sweepSteps begins sweepTxn's transaction and runs its steps, and reports

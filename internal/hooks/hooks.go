@@ -79,7 +79,11 @@ type FlushObserver interface {
 type SweepObserver interface {
 	// Sweeping is called before a sweep statement that deletes keys whose
 	// deadline is at or before cutoffMillis. The returned function is
-	// called after it, with the keys it deleted and its error.
+	// called after it, with the keys it deleted and its error: for a sweep
+	// transaction (Sweep, the background sweeper) once the engine is done
+	// with it, after its commit's sync when the handle syncs its commits,
+	// so the error may be that sync's (and the keys then nil); for an
+	// inline sweep at once, its commit synced with the next write's.
 	Sweeping(cutoffMillis int64) func(keys []string, err error)
 }
 
