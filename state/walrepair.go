@@ -50,13 +50,17 @@ import (
 // it keeps the WAL when it closes (keepWAL), which it would otherwise
 // delete when the WAL holds nothing the file lacks, though the file's
 // pages may not be durable. The next writable Open repairs from the WAL.
-// Callers hold mu.
+// The guard holds that lock only if it could read the file; so the
+// writable connections are told not to checkpoint as they close either
+// (noCheckpointAtClose). Callers hold mu.
 func (db *DB) closeFailed() {
 	ctx := context.Background()
 	if db.damage == nil { // a damaged WAL is not to be repaired, nor checkpointed
 		_ = db.repairWAL(ctx, db.conn)
 	}
 	db.holdWAL(ctx)
+	_ = noCheckpointAtClose(db.conn) // best effort, as the rest: the handle failed already
+	_ = noCheckpointAtClose(db.bg.ckpt.conn)
 }
 
 // holdWAL opens a read-only connection on the file (db.guard), unless one
