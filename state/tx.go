@@ -53,6 +53,9 @@ func (tx *Tx) rolledBack() {
 // ErrNotInteger, ErrLeaseHeld, ...) does not abort the transaction unless fn
 // returns it. A verb's ErrIO or ErrCorrupt ends the handle whatever fn
 // returns; an error of fn's own that wraps one (another store's) does not.
+// When fn returned an error and the handle's sync after the rollback failed
+// (with SyncFull, of the high-water mark the time of fn's reads needs),
+// Update returns ErrIO wrapping fn's error too.
 // On a file, once ctx ends every verb of tx returns its error and does
 // nothing, and Update rolls back and returns it. If fn granted a lease, the
 // commit is durable before Update returns. A Renew or Release inside moves
@@ -79,6 +82,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return db.updateRemote(ctx, fn)
 	}
 	var fnErr error // fn's own error, returned as it is
+	var fnRet error // what the closure returned for it (noted)
 	err := db.do(ctx, writing, func(now int64) error {
 		if err := db.begin(ctx); err != nil {
 			return classify(ctx, err)
@@ -100,8 +104,8 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		err := fn(tx)
 		returned = true
 		if err != nil {
-			fnErr = err
-			return tx.noted(err)
+			fnErr, fnRet = err, tx.noted(err)
+			return fnRet
 		}
 		if tx.broken != nil {
 			return tx.broken
@@ -123,6 +127,16 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if fnErr != nil {
 		if errors.Is(err, fnErr) {
 			return err // a verb's error, named already and noted
+		}
+		if err != nil && !errors.Is(err, fnRet) {
+			// fn's writes rolled back, but the sync after them failed
+			// (SyncFull: the high-water mark covering the time fn's reads
+			// used), which ended the handle: that time may not survive,
+			// so the call failed as a read whose sync fails does.
+			return db.named("update", "", &causeError{
+				msg:  fmt.Sprintf("%v (the callback had returned: %v)", err, fnErr),
+				errs: []error{err, fnErr},
+			})
 		}
 		return fnErr // the callback's own, as it is
 	}

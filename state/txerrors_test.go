@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/state"
@@ -112,4 +113,42 @@ func TestUpdateVerbIOErrorEndsTheHandleWhenTheCallbackDoesNotReturn(t *testing.T
 			assert.ErrorContains(t, err, "the handle failed earlier")
 		})
 	}
+}
+
+// TestUpdateAbortWhoseMarkSyncFailsIsAnIOError: with SyncFull, a callback
+// that reads and returns its own error, at a time the high-water mark did
+// not cover yet, leaves the mark's write to sync after the rollback; that
+// sync fails. Update must say ErrIO (wrapping the callback's error too):
+// the time the callback's reads used may not survive, and the handle has
+// ended. It returned the callback's error alone, a successful abort,
+// though on a disk that drops a failed sync's pages the next Open started
+// before that time (statesim -seed 9640060 -procs 1 -syncfull
+// -dropfailedsyncs -syncerror 0.02: the clock check).
+func TestUpdateAbortWhoseMarkSyncFailsIsAnIOError(t *testing.T) {
+	ctx := t.Context()
+	m := faults.NewMemFS(1)
+	clock := newClock()
+	db, err := state.Open("/sim/abort.state", state.WithFS(m.Process(1)), state.WithClock(clock),
+		state.WithoutBackground(), state.WithSync(state.SyncFull))
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set(ctx, "a", 1))
+	clock.Advance(state.HighWaterLead + time.Second) // the next verb writes the mark
+	m.FailAt(faults.OpSync, 1)
+	mine := errors.New("changed my mind")
+	var read string
+	err = db.Update(ctx, func(tx *state.Tx) error {
+		v, err := tx.Get("a")
+		if err != nil {
+			return err
+		}
+		read = v.String()
+		return mine
+	})
+	require.Equal(t, "1", read, "the callback ran")
+	require.ErrorIs(t, err, state.ErrIO, "the mark's sync failed: the call failed")
+	require.ErrorIs(t, err, mine, "the callback's error is kept")
+	assert.Contains(t, err.Error(), "changed my mind")
+	_, err = db.Get(ctx, "a")
+	require.ErrorIs(t, err, state.ErrIO, "the handle has ended")
 }

@@ -109,8 +109,8 @@ func runUpdate(ctx context.Context, db *state.DB, in model.Input) Result {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errAbort) {
-		return Result{Err: err}
+	if err != nil && (!errors.Is(err, errAbort) || errors.Is(err, state.ErrIO)) {
+		return Result{Err: err} // an abort the handle's failure came after is that failure
 	}
 	return Result{Out: model.Output{Err: kind, Sub: subs}}
 }
