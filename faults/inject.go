@@ -117,6 +117,18 @@ func (m *MemFS) SetDropFailedSyncs(on bool) {
 	m.plan.dropSync = on
 }
 
+// SetOnDroppedSync has fn called, with the pid of the process whose Sync
+// failed and the file's name, each time a failed sync drops writes
+// (SetDropFailedSyncs) that were not durable: to whoever reads the file
+// afterwards, the writes since its last good sync are lost as a power loss
+// would lose them, though nothing else happened to the machine. fn runs
+// inside the Sync, holding the MemFS's lock: it must not call the MemFS.
+func (m *MemFS) SetOnDroppedSync(fn func(pid int, name string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onDrop = fn
+}
+
 // cutDue counts a mutating call and reports whether the armed cut falls on
 // it. Called with m.mu held.
 func (m *MemFS) cutDue() bool {

@@ -243,9 +243,13 @@ func (f *memFile) Sync() error {
 		return fmt.Errorf("sync %q: %w", f.name, m.cut())
 	}
 	if err := m.injected(OpSync); err != nil {
+		dropped := len(f.ino.pending) > 0
 		f.ino.pending = nil // lost for good: in the cache, never on disk
 		if m.plan.dropSync {
 			f.ino.dropUnsynced()
+			if m.onDrop != nil && dropped {
+				m.onDrop(f.view.pid, f.name)
+			}
 		}
 		f.ino.errSeq++
 		f.errSeen = f.ino.errSeq

@@ -61,11 +61,12 @@ type MemFS struct {
 	plan       plan
 	stats      Stats
 
-	now   func() time.Time    // SetClock; nil: base + slept
-	sleep func(time.Duration) // SetSleep; nil: yield only
-	yield func(pid int)       // SetYield; nil: none
-	base  time.Time
-	slept time.Duration
+	now    func() time.Time           // SetClock; nil: base + slept
+	sleep  func(time.Duration)        // SetSleep; nil: yield only
+	yield  func(pid int)              // SetYield; nil: none
+	onDrop func(pid int, name string) // SetOnDroppedSync; nil: none
+	base   time.Time
+	slept  time.Duration
 }
 
 // Stats counts what a MemFS has done since NewMemFS. Calls are counted when

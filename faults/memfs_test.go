@@ -3,6 +3,7 @@ package faults_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"testing"
@@ -356,6 +357,31 @@ func TestDroppedFailedSyncRevertsToDurable(t *testing.T) {
 	m.PowerLoss(faults.LossDrop)
 	m.Reboot()
 	assert.Equal(t, []byte("old\x00\x00\x00\x00x"), contents(t, m, 1, "db"))
+}
+
+// TestOnDroppedSyncIsToldOfDroppedWrites: SetOnDroppedSync's function hears
+// of a failed sync that dropped writes, with the process and the file; not
+// of one that had nothing to drop, nor of any while failed syncs keep their
+// writes.
+func TestOnDroppedSyncIsToldOfDroppedWrites(t *testing.T) {
+	m := faults.NewMemFS(1)
+	var told []string
+	m.SetOnDroppedSync(func(pid int, name string) { told = append(told, fmt.Sprintf("p%d %s", pid, name)) })
+	f := open(t, m.Process(2), "db-wal")
+	write(t, f, []byte("kept"), 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	assert.Empty(t, told, "the writes stay readable: nothing dropped")
+
+	m.SetDropFailedSyncs(true)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	assert.Empty(t, told, "nothing was pending: nothing dropped")
+
+	write(t, f, []byte("gone"), 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	assert.Equal(t, []string{"p2 db-wal"}, told)
 }
 
 // TestDropFailedSyncsOffKeepsThem: SetDropFailedSyncs(false) is the

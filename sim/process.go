@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/hooks"
@@ -362,6 +363,26 @@ func (w *world) down(p *process) {
 func (w *world) powerLoss(mode faults.LossMode) {
 	w.m.PowerLoss(mode)
 	w.afterCut(true)
+}
+
+// droppedSync records a sync of the WAL, by process pid, that failed on a
+// disk that drops a failed sync's writes (Config.DropFailedSyncs): to every
+// read of the file from then on, the commits since its last good sync are
+// gone, as a power loss takes them, though no process died. In the history
+// it is a power loss (the commits not yet durable may be lost, a prefix of
+// them kept), and the clock check forgets what it took back. The database
+// file's dropped writes are checkpoints' copies of pages the WAL still
+// holds: no commit may be lost with them. Called inside the disk's Sync
+// (faults.MemFS.SetOnDroppedSync): it touches no disk.
+func (w *world) droppedSync(pid int, name string) {
+	if w.tearing || !strings.HasSuffix(name, "-wal") {
+		return
+	}
+	w.lastDrop = w.tick()
+	w.history = append(w.history, linearizability.PowerLossAt(w.lastDrop))
+	w.clock.powerLost()
+	w.needCheck = true
+	w.logf("p%d's failed sync dropped what was not durable, as a power loss would", pid)
 }
 
 // afterCut records a power loss that has happened (explicit, or a cut armed

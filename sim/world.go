@@ -47,6 +47,7 @@ type world struct {
 	wallBase   int64 // the wall clock, unix ms, at true time 0
 	wallOffset int64 // the sum of every wall-clock step
 	events     int64 // the event counter Call and Return come from
+	lastDrop   int64 // the event of the last failed sync whose writes the disk dropped (droppedSync); 0: none
 
 	keys   []string // the keys clients share (the counter key apart)
 	leases []string // the lease names
@@ -122,6 +123,9 @@ func newWorld(cfg Config) *world {
 		recipes: newRecipeState(cfg.Seed),
 	}
 	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
+	if cfg.DropFailedSyncs {
+		w.m.SetOnDroppedSync(w.droppedSync)
+	}
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
