@@ -122,8 +122,14 @@ func (c *checkpointer) checkpoint(db *DB) {
 				continue
 			}
 			if fatal(err) {
+				err = fmt.Errorf("checkpoint: %w", db.explain(c.conn, err)) // its own connection's cause
+				// Before the wait for the lock: a verb that takes it
+				// meanwhile ends the handle instead of reading pages the
+				// failed sync may have taken back (a file system that
+				// drops a failed sync's writes) and committing on them.
+				db.ckptFailed.Store(&err)
 				db.lock()
-				db.note(fmt.Errorf("checkpoint: %w", db.explain(c.conn, err))) // its own connection's cause
+				db.note(err)
 				db.unlock()
 			}
 			return

@@ -45,6 +45,7 @@ type DB struct {
 	vfsName             string                // the Go VFS registered for WithFS; "" for the native VFS
 	dead                atomic.Bool           // failed is set: read without mu by IncrBuffered
 	deadErr             atomic.Pointer[error] // failed, for readers without mu (failedEarlier)
+	ckptFailed          atomic.Pointer[error] // the background checkpointer's fatal error, set before it takes mu to note it (usable)
 	wait                waitBudget            // what SQLite may still wait for, for the verb holding mu (busy.go)
 	busyID              uintptr               // the busy handler's registration; 0: SQLite's own handler
 	files               fileIDs               // the file and its -wal and -shm as Open found them (walcheck.go)
@@ -738,6 +739,9 @@ func (db *DB) nothingToDo(ctx context.Context) error {
 
 // usable reports why the handle cannot run a verb now, or nil. Callers hold mu.
 func (db *DB) usable(a access) error {
+	if p := db.ckptFailed.Load(); p != nil && db.failed == nil {
+		db.note(*p)
+	}
 	switch {
 	case db.closed:
 		return ErrClosed
