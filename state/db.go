@@ -144,12 +144,12 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if err := db.openGuard(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()
-		return nil, err
+		return nil, holeAtOpen(db.cfg.fs, path, err)
 	}
 	if err := db.open(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()
-		return nil, err
+		return nil, holeAtOpen(db.cfg.fs, path, err)
 	}
 	db.closeGuard()
 	if db.cfg.fs == nil {

@@ -310,6 +310,13 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 	if err == nil || explained(err) {
 		return err
 	}
+	if code := sqliteCode(err); (code == sqliteCorrupt || code == sqliteNotADB) && conn != nil {
+		// Read through a WAL that lost frames its index counts: an
+		// I/O error, not damage (walhole.go).
+		if hole := db.holeBehind(conn); hole != nil {
+			return &causeError{msg: fmt.Sprintf("%v (SQLite read it as %q)", hole, sqliteText(err)), errs: []error{hole}}
+		}
+	}
 	switch {
 	case errors.Is(err, ErrIO):
 		var cause error

@@ -128,6 +128,12 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		if errors.Is(err, fnErr) {
 			return err // a verb's error, named already and noted
 		}
+		if err != nil && !errors.Is(err, fnRet) && fnRet != errCallback {
+			// A verb's fatal error, which the handle's note explained
+			// into one that does not wrap it: a read through a WAL that
+			// lost frames is ErrIO, not the corruption SQLite took it for.
+			return db.named("update", "", err)
+		}
 		if err != nil && !errors.Is(err, fnRet) {
 			// fn's writes rolled back, but the sync after them failed
 			// (SyncFull: the high-water mark covering the time fn's reads

@@ -76,6 +76,28 @@ func (db *DB) walHole(conn *sql.Conn) error {
 	return holeError(name, brk, hdr)
 }
 
+// holeBehind is walHole for a statement on conn that SQLite reported as
+// corruption, without the write lock: another process's failed sync, on a
+// file system that drops its writes, leaves frames the shared index counts
+// reading back as zeros or older bytes, and a read through them looks like
+// a damaged file though the file is sound up to the hole (the next lone
+// Open recovers it). The index header is read before and after the WAL,
+// and one that changed meanwhile (a writer appended, or started the WAL
+// over) is taken as no hole.
+func (db *DB) holeBehind(conn *sql.Conn) error {
+	h1, ok := sharedIndexHeader(conn)
+	if !ok {
+		return nil
+	}
+	name := db.path + walSuffix
+	brk, err := walBreak(db.cfg.fs, name, h1)
+	h2, ok := sharedIndexHeader(conn)
+	if !ok || !bytes.Equal(h1, h2) || err != nil || brk == 0 {
+		return nil
+	}
+	return holeError(name, brk, h1)
+}
+
 // holeBeforeOpen is walHole before Open's connections read through the
 // WAL, which they would read as the frames the index counts: a page of the
 // hole read back as zeros tells "not an SQLite database", and other bytes
@@ -119,6 +141,23 @@ func holeBeforeOpen(fsys vfs.FS, path string) error {
 		return holeError(name, brk, h1)
 	}
 	return nil
+}
+
+// holeAtOpen is Open's error err, or, when err says the file is damaged or
+// not a statekit file and the WAL lost frames its index counts (another
+// handle's failed sync dropped them while this Open ran, after
+// holeBeforeOpen looked), the hole's ErrIO: the file is sound up to the
+// hole. It looks once Open's connections are closed (closing a descriptor
+// of the -shm file would drop their locks).
+func holeAtOpen(fsys vfs.FS, path string, err error) error {
+	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotStatekit) {
+		return err
+	}
+	hole := holeBeforeOpen(fsys, path)
+	if hole == nil {
+		return err
+	}
+	return &causeError{msg: fmt.Sprintf("open %s: %v (SQLite read it as: %v)", path, hole, err), errs: []error{hole}}
 }
 
 // holeError is the error for a WAL, at name, that lost frames from brk on
