@@ -120,12 +120,26 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if cfg.clock == nil {
 		cfg.clock = sysclock.New()
 	}
+	db, again, err := openFile(path, cfg)
+	if again {
+		// Read through a WAL hole whose index every handle has let go of
+		// since (holeAtOpen): a fresh Open rebuilds the index from the
+		// WAL, and SQLite's recovery stops at the break.
+		db, _, err = openFile(path, cfg)
+	}
+	return db, err
+}
+
+// openFile is Open of a file, once. again reports an Open that met damage
+// that may be a WAL hole no handle's index counts any more, which one more
+// Open would not meet.
+func openFile(path string, cfg config) (_ *DB, again bool, _ error) {
 	db := &DB{path: path, cfg: cfg, closeDone: make(chan struct{})}
 	watchSQLiteLog()
 	mark := osLogMark()
 	dsn, err := db.dataSource()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	db.dsn = dsn
 	if db.cfg.fs == nil {
@@ -133,23 +147,25 @@ func Open(path string, opts ...Option) (*DB, error) {
 		// (walcheck.go).
 		if f := damagedBeforeOpen(path); f != "" {
 			db.releaseHandle()
-			return nil, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, f)
+			return nil, false, fmt.Errorf("open %s: %w: %s", path, ErrCorrupt, f)
 		}
 	}
 	// Nor through a WAL that lost frames the index counts (walhole.go).
 	if err := holeBeforeOpen(db.cfg.fs, path); err != nil {
 		db.releaseHandle()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := db.openGuard(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()
-		return nil, holeAtOpen(db.cfg.fs, path, err)
+		again, err := holeAtOpen(db.cfg.fs, path, err)
+		return nil, again, err
 	}
 	if err := db.open(dsn); err != nil {
 		err = db.openCause(err, mark)
 		db.releaseHandle()
-		return nil, holeAtOpen(db.cfg.fs, path, err)
+		again, err := holeAtOpen(db.cfg.fs, path, err)
+		return nil, again, err
 	}
 	db.closeGuard()
 	if db.cfg.fs == nil {
@@ -158,7 +174,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 	}
 	db.buf.deltas = map[string]int64{}
 	db.bg.start(db)
-	return db, nil
+	return db, false, nil
 }
 
 // dataSource prepares the file and returns the driver's DSN for it.

@@ -148,16 +148,42 @@ func holeBeforeOpen(fsys vfs.FS, path string) error {
 // handle's failed sync dropped them while this Open ran, after
 // holeBeforeOpen looked), the hole's ErrIO: the file is sound up to the
 // hole. It looks once Open's connections are closed (closing a descriptor
-// of the -shm file would drop their locks).
-func holeAtOpen(fsys vfs.FS, path string, err error) error {
+// of the -shm file would drop their locks). When no handle holds the index
+// any more (the failed one closed while this Open read through it), it
+// cannot tell, and again says to open once more: that Open rebuilds the
+// index, and recovery stops at the break.
+func holeAtOpen(fsys vfs.FS, path string, err error) (again bool, _ error) {
 	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotStatekit) {
-		return err
+		return false, err
 	}
-	hole := holeBeforeOpen(fsys, path)
-	if hole == nil {
-		return err
+	if hole := holeBeforeOpen(fsys, path); hole != nil {
+		return false, &causeError{msg: fmt.Sprintf("open %s: %v (SQLite read it as: %v)", path, hole, err), errs: []error{hole}}
 	}
-	return &causeError{msg: fmt.Sprintf("open %s: %v (SQLite read it as: %v)", path, hole, err), errs: []error{hole}}
+	return walExists(fsys, path) && !indexHeld(fsys, path), err
+}
+
+// walExists reports whether the file at path has a WAL beside it: without
+// one there is no hole to meet.
+func walExists(fsys vfs.FS, path string) bool {
+	if fsys == nil {
+		return hasWAL(path)
+	}
+	ok, err := fsys.Exists(path + walSuffix)
+	return err == nil && ok
+}
+
+// indexHeld reports whether a handle, of this process or another, holds
+// the shared-memory index of the file at path.
+func indexHeld(fsys vfs.FS, path string) bool {
+	if fsys != nil {
+		return vfs.SharedIndex(fsys, path, make([]byte, 2*shmHeaderBytes))
+	}
+	base := realPath(path)
+	if openHere(base) {
+		return true
+	}
+	_, ok := shmFileHeader(base + "-shm")
+	return ok
 }
 
 // holeError is the error for a WAL, at name, that lost frames from brk on
