@@ -114,8 +114,10 @@ func (c *checkpointer) checkpoint(db *DB) {
 		}
 		before := c.total.Load()
 		frames, copied, err := c.run()
+		failedSync := syncFailed(err)
 		if err == nil && copied > 0 {
 			err = c.syncDB(db)
+			failedSync = err != nil
 		}
 		if err != nil {
 			if fatal(err) && c.bugReopen(db) {
@@ -128,6 +130,11 @@ func (c *checkpointer) checkpoint(db *DB) {
 				// failed sync may have taken back (a file system that
 				// drops a failed sync's writes) and committing on them.
 				db.ckptFailed.Store(&err)
+			}
+			if failedSync {
+				db.forgetIndex(c.conn) // pages the sync took back (indexforget.go)
+			}
+			if fatal(err) {
 				db.lock()
 				db.note(err)
 				db.unlock()
@@ -152,6 +159,9 @@ func (c *checkpointer) checkpoint(db *DB) {
 	}
 	frames, copied, err := c.runLast(db)
 	if err != nil {
+		if syncFailed(err) {
+			db.forgetIndex(c.conn)
+		}
 		if fatal(err) {
 			db.note(fmt.Errorf("checkpoint: %w", db.explain(c.conn, err)))
 		}
@@ -272,6 +282,9 @@ func (db *DB) checkpointNow(ctx context.Context) {
 	db.resetPagesWritten()
 	var busy, frames, copied int64
 	err := db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
+	if syncFailed(err) {
+		db.forgetIndex(db.conn)
+	}
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil && fatal(err) {
 		db.note(fmt.Errorf("checkpoint: %w", err))
 	}
@@ -292,6 +305,9 @@ func (db *DB) checkpointAtOpen(ctx context.Context) error {
 	})
 	if c := sqliteCode(err); c == sqliteBusy || c == sqliteLocked {
 		err = nil
+	}
+	if syncFailed(err) {
+		db.forgetIndex(db.conn)
 	}
 	return roomRefusedOn(db.conn, err)
 }

@@ -169,6 +169,9 @@ func (db *DB) makeRoom(ctx context.Context) bool {
 	err := db.withoutBusyWait(ctx, func() error {
 		return db.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
 	})
+	if syncFailed(err) {
+		db.forgetIndex(db.conn)
+	}
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil {
 		db.note(fmt.Errorf("checkpoint: %w", err))
 		return false

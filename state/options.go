@@ -61,6 +61,7 @@ type config struct {
 	checkpointEvery  int                 // writes between background checkpoints
 	inlineSweepEvery int                 // writes between inline sweep batches
 	sqliteBusy       bool                // wait for another process's lock on SQLite's schedule (busy.go)
+	keepIndex        bool                // never mark the shared index for rebuilding (indexforget.go)
 }
 
 func defaultConfig() config {
@@ -87,6 +88,7 @@ func init() {
 				cfg.inlineSweepEvery = e.InlineSweepEvery
 			}
 			cfg.sqliteBusy = e.SQLiteBusySchedule
+			cfg.keepIndex = e.KeepIndexAfterFailedSync
 		})
 	}
 }

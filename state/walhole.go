@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"unsafe"
-
-	"modernc.org/libc"
-	sqlite3 "modernc.org/sqlite/lib"
+	"slices"
 
 	"github.com/statekit/statekit/state/vfs"
 )
@@ -90,12 +87,24 @@ func (db *DB) holeBehind(conn *sql.Conn) error {
 		return nil
 	}
 	name := db.path + walSuffix
-	brk, err := walBreak(db.cfg.fs, name, h1)
+	brk, err := walBreak(db.cfg.fs, name, stillCounted(h1))
 	h2, ok := sharedIndexHeader(conn)
 	if !ok || !bytes.Equal(h1, h2) || err != nil || brk == 0 {
 		return nil
 	}
 	return holeError(name, brk, h1)
+}
+
+// stillCounted returns hdr as the index had it before forgetIndex marked
+// it for rebuilding (indexforget.go): a reader whose transaction began
+// before the mark read through the frames it still counts.
+func stillCounted(hdr []byte) []byte {
+	if hdr[shmIsInitOffset] != 0 {
+		return hdr
+	}
+	h := slices.Clone(hdr)
+	h[shmIsInitOffset] = 1
+	return h
 }
 
 // holeBeforeOpen is walHole before Open's connections read through the
@@ -109,21 +118,9 @@ func (db *DB) holeBehind(conn *sql.Conn) error {
 // still is taken as sound, as is a WAL that cannot be read (the repair
 // looks again under the write lock).
 func holeBeforeOpen(fsys vfs.FS, path string) error {
-	name := path + walSuffix
-	header := func() ([]byte, bool) {
-		both := make([]byte, 2*shmHeaderBytes)
-		if !vfs.SharedIndex(fsys, path, both) || !bytes.Equal(both[:shmHeaderBytes], both[shmHeaderBytes:]) {
-			return nil, false
-		}
-		return both[:shmHeaderBytes], true
-	}
-	if fsys == nil {
-		base := realPath(path)
-		if openHere(base) {
-			return nil
-		}
-		name = base + walSuffix
-		header = func() ([]byte, bool) { return shmFileHeader(base + "-shm") }
+	header, name := besideIndex(fsys, path)
+	if header == nil {
+		return nil
 	}
 	for try := 0; try < 3; try++ {
 		h1, ok := header()
@@ -143,15 +140,39 @@ func holeBeforeOpen(fsys vfs.FS, path string) error {
 	return nil
 }
 
+// besideIndex returns how to read the index header another process (or
+// handle) shares for the file at path, when both its copies agree: through
+// fsys (vfs.SharedIndex), or in the -shm file on the operating system's
+// files, only while no handle of this process has the file open (nil
+// then); and the WAL's name.
+func besideIndex(fsys vfs.FS, path string) (header func() ([]byte, bool), wal string) {
+	if fsys != nil {
+		return func() ([]byte, bool) {
+			both := make([]byte, 2*shmHeaderBytes)
+			if !vfs.SharedIndex(fsys, path, both) || !bytes.Equal(both[:shmHeaderBytes], both[shmHeaderBytes:]) {
+				return nil, false
+			}
+			return both[:shmHeaderBytes], true
+		}, path + walSuffix
+	}
+	base := realPath(path)
+	if openHere(base) {
+		return nil, ""
+	}
+	return func() ([]byte, bool) { return shmFileHeader(base + "-shm") }, base + walSuffix
+}
+
 // holeAtOpen is Open's error err, or, when err says the file is damaged or
 // not a statekit file and the WAL lost frames its index counts (another
 // handle's failed sync dropped them while this Open ran, after
 // holeBeforeOpen looked), the hole's ErrIO: the file is sound up to the
 // hole. It looks once Open's connections are closed (closing a descriptor
-// of the -shm file would drop their locks). When no handle holds the index
-// any more (the failed one closed while this Open read through it), it
-// cannot tell, and again says to open once more: that Open rebuilds the
-// index, and recovery stops at the break.
+// of the -shm file would drop their locks). When it finds no hole but a WAL
+// is beside the file, it cannot tell damage from frames this Open read
+// through before the index was rebuilt (the failed handle marked it for
+// rebuilding, indexforget.go, or closed and let go of it), and again says
+// to open once more: that Open reads the index as rebuilt, or rebuilds it,
+// and recovery stops at the break; a damaged file fails it too.
 func holeAtOpen(fsys vfs.FS, path string, err error) (again bool, _ error) {
 	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotStatekit) {
 		return false, err
@@ -159,7 +180,7 @@ func holeAtOpen(fsys vfs.FS, path string, err error) (again bool, _ error) {
 	if hole := holeBeforeOpen(fsys, path); hole != nil {
 		return false, &causeError{msg: fmt.Sprintf("open %s: %v (SQLite read it as: %v)", path, hole, err), errs: []error{hole}}
 	}
-	return walExists(fsys, path) && !indexHeld(fsys, path), err
+	return walExists(fsys, path), err
 }
 
 // walExists reports whether the file at path has a WAL beside it: without
@@ -170,20 +191,6 @@ func walExists(fsys vfs.FS, path string) bool {
 	}
 	ok, err := fsys.Exists(path + walSuffix)
 	return err == nil && ok
-}
-
-// indexHeld reports whether a handle, of this process or another, holds
-// the shared-memory index of the file at path.
-func indexHeld(fsys vfs.FS, path string) bool {
-	if fsys != nil {
-		return vfs.SharedIndex(fsys, path, make([]byte, 2*shmHeaderBytes))
-	}
-	base := realPath(path)
-	if openHere(base) {
-		return true
-	}
-	_, ok := shmFileHeader(base + "-shm")
-	return ok
 }
 
 // holeError is the error for a WAL, at name, that lost frames from brk on
@@ -208,6 +215,12 @@ func holeError(name string, brk uint32, hdr []byte) error {
 // WAL header is intact when its magic, page size, salts and checksum are
 // what the index and the format say.
 func walBreak(fsys vfs.FS, name string, hdr []byte) (uint32, error) {
+	return walScan(fsys, name, hdr, nil)
+}
+
+// walScan is walBreak, and calls visit with each intact frame it reads (1
+// is the first; the frame's header and page, in a buffer it reuses).
+func walScan(fsys vfs.FS, name string, hdr []byte, visit func(i uint32, frame []byte)) (uint32, error) {
 	mx := binary.NativeEndian.Uint32(hdr[shmMaxFrameOffset:])
 	if hdr[shmIsInitOffset] == 0 || mx == 0 {
 		return 0, nil
@@ -261,6 +274,9 @@ func walBreak(fsys vfs.FS, name string, hdr []byte) (uint32, error) {
 			s0 != binary.BigEndian.Uint32(frame[frameCksumOffset:]) || s1 != binary.BigEndian.Uint32(frame[frameCksumOffset+4:]):
 			return i, nil
 		}
+		if visit != nil {
+			visit(i, frame)
+		}
 	}
 	if s0 != binary.NativeEndian.Uint32(hdr[shmFrameCksumOffset:]) || s1 != binary.NativeEndian.Uint32(hdr[shmFrameCksumOffset+4:]) {
 		return mx, nil // a chain, but not the one the index recorded
@@ -304,51 +320,13 @@ func walChecksum(order binary.ByteOrder, b []byte, s0, s1 uint32) (uint32, uint3
 func sharedIndexHeader(conn *sql.Conn) ([]byte, bool) {
 	var hdr []byte
 	_ = conn.Raw(func(dc any) error {
-		h := sqliteHandle(dc)
-		if h == 0 {
+		v, ok := newShmView(dc)
+		if !ok {
 			return nil
 		}
-		tls := libc.NewTLS()
-		defer tls.Close()
-		zDb, err := libc.CString("main")
-		if err != nil {
-			return nil
-		}
-		defer libc.Xfree(tls, zDb)
-		size := int(unsafe.Sizeof(uintptr(0)))
-		pp := tls.Alloc(size)
-		defer tls.Free(size)
-		*(*uintptr)(cptr(pp)) = 0
-		if sqlite3.Xsqlite3_file_control(tls, h, zDb, sqlite3.SQLITE_FCNTL_FILE_POINTER, pp) != sqlite3.SQLITE_OK {
-			return nil
-		}
-		file := *(*uintptr)(cptr(pp))
-		if file == 0 {
-			return nil
-		}
-		methods := (*sqlite3.Tsqlite3_file)(cptr(file)).FpMethods
-		if methods == 0 || (*sqlite3.Tsqlite3_io_methods)(cptr(methods)).FiVersion < 2 {
-			return nil
-		}
-		shmMap := (*sqlite3.Tsqlite3_io_methods)(cptr(methods)).FxShmMap
-		if shmMap == 0 {
-			return nil
-		}
-		*(*uintptr)(cptr(pp)) = 0
-		call := *(*func(*libc.TLS, uintptr, int32, int32, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{shmMap}))
-		if call(tls, file, 0, shmRegionBytes, 0, pp) != sqlite3.SQLITE_OK {
-			return nil
-		}
-		region := *(*uintptr)(cptr(pp))
-		if region == 0 {
-			return nil
-		}
-		both := make([]byte, 2*shmHeaderBytes)
-		for i := range both { // byte by byte, as indexHeader reads C memory
-			both[i] = *(*byte)(unsafe.Add(cptr(region), i))
-		}
-		if bytes.Equal(both[:shmHeaderBytes], both[shmHeaderBytes:]) {
-			hdr = both[:shmHeaderBytes]
+		defer v.close()
+		if region := v.region(); region != 0 {
+			hdr, _ = indexHeaderAt(region)
 		}
 		return nil
 	})

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
+	"github.com/statekit/statekit/state/vfs"
 )
 
 // holeKeys is how many keys dropHole sets.
@@ -29,16 +31,29 @@ const holeKeys = 40
 // its first page, which holds its size, is among them); else it overwrites
 // k00..k19 with "w..." (the same size: the first page is not among them).
 // Then the sync of the next grant fails: the frames of those commits and
-// of the grant read back as zeros, while the shared index still counts
-// them. It returns the disk, the failed handle and open.
-func dropHole(t *testing.T, grow bool) (*faults.MemFS, *state.DB, func(pid int) (*state.DB, error)) {
+// of the grant read back as zeros. With keep the failed handle leaves the
+// shared index as it was (keepIndex), still counting them. It returns the
+// disk, the failed handle and open.
+func dropHole(t *testing.T, grow, keep bool) (*faults.MemFS, *state.DB, func(pid int) (*state.DB, error)) {
+	t.Helper()
+	m, db, _, open := dropHoleBeside(t, grow, keep, false)
+	return m, db, open
+}
+
+// dropHoleBeside is dropHole, and with beside it also opens process 2 on
+// the file before the failed sync, and returns that handle.
+func dropHoleBeside(t *testing.T, grow, keep, beside bool) (*faults.MemFS, *state.DB, *state.DB, func(pid int) (*state.DB, error)) {
 	t.Helper()
 	ctx := context.Background()
 	m := faults.NewMemFS(1)
 	m.SetDropFailedSyncs(true)
 	clock := newClock()
+	opts := []state.Option{state.WithClock(clock), state.WithoutBackground()}
+	if keep {
+		opts = append(opts, keepIndex)
+	}
 	open := func(pid int) (*state.DB, error) {
-		return state.Open("/sim/hole.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+		return state.Open("/sim/hole.state", append([]state.Option{state.WithFS(m.Process(pid))}, opts...)...)
 	}
 	db, err := open(1)
 	require.NoError(t, err)
@@ -48,6 +63,11 @@ func dropHole(t *testing.T, grow bool) (*faults.MemFS, *state.DB, func(pid int) 
 	require.NoError(t, db.Close()) // the keys go into the file, and the WAL starts over
 	db, err = open(1)
 	require.NoError(t, err)
+	var other *state.DB
+	if beside {
+		other, err = open(2)
+		require.NoError(t, err)
+	}
 	_, err = db.Lease(ctx, "durable", "a", time.Minute)
 	require.NoError(t, err)
 	from, to := 0, holeKeys/2
@@ -60,7 +80,40 @@ func dropHole(t *testing.T, grow bool) (*faults.MemFS, *state.DB, func(pid int) 
 	m.FailAt(faults.OpSync, 1)
 	_, err = db.Lease(ctx, "job", "a", time.Minute)
 	require.ErrorIs(t, err, state.ErrIO)
-	return m, db, open
+	return m, db, other, open
+}
+
+// TestFailedSyncHasTheIndexRebuilt: on a file system that drops a failed
+// sync's writes, the handle whose sync failed marks the WAL's shared index
+// for rebuilding (state/indexforget.go), so that no handle reads through
+// the frames the sync took back. A handle opened before the failure, and
+// an Open beside the failed handle after it, both find the file as its last
+// durable commit left it, sound (not the zeros, which read as damage, nor
+// a hole's ErrIO), and write on it; and so it stays once every handle has
+// closed, and after a power loss.
+func TestFailedSyncHasTheIndexRebuilt(t *testing.T) {
+	for _, grow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first page in the hole=%v", grow), func(t *testing.T) {
+			ctx := t.Context()
+			m, failed, before, open := dropHoleBeside(t, grow, false, true)
+			requireLastDurable(t, before, "a handle opened before the failed sync")
+			after, err := open(5)
+			require.NoError(t, err, "an Open beside the failed handle")
+			requireLastDurable(t, after, "an Open beside the failed handle")
+			for _, db := range []*state.DB{before, after} {
+				require.NoError(t, db.Set(ctx, "k00", strings.Repeat("v", 300)))
+				_, err := db.Incr(ctx, "written after")
+				require.NoError(t, err)
+			}
+			n, err := before.Get(ctx, "written after")
+			require.NoError(t, err)
+			require.Equal(t, "2", n.String(), "both handles wrote on the rebuilt index")
+			require.NoError(t, before.Close())
+			require.NoError(t, after.Close())
+			_ = failed.Close()
+			requireReopens(t, m, open)
+		})
+	}
 }
 
 // requireLastDurable requires db to be sound and to hold what dropHole made
@@ -82,9 +135,16 @@ func requireLastDurable(t *testing.T, db *state.DB, what string) {
 	}
 }
 
+// keepIndex has the handle leave the shared index as it was after a failed
+// sync, for the tests of a hole nobody marked for rebuilding: a file system
+// that dropped the pages when its write-back failed, before any sync
+// reported it.
+var keepIndex = hooks.Option(hooks.Engine{KeepIndexAfterFailedSync: true}).(state.Option)
+
 // TestDroppedSyncHoleRefusedAtOpen: on a file system that drops a failed
 // sync's writes, the WAL reads back zeros where the shared index counts
-// committed frames. An Open beside the failed handle must refuse (ErrIO,
+// committed frames (here nobody marked it for rebuilding: keepIndex).
+// An Open beside the failed handle must refuse (ErrIO,
 // naming the lost frames) rather than rewrite those zeros and checkpoint
 // them into the file, and before it reads through them (a first page of
 // zeros is "not an SQLite database"). Once every handle has closed, the
@@ -93,7 +153,7 @@ func requireLastDurable(t *testing.T, db *state.DB, what string) {
 func TestDroppedSyncHoleRefusedAtOpen(t *testing.T) {
 	for _, grow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("first page in the hole=%v", grow), func(t *testing.T) {
-			m, failed, open := dropHole(t, grow)
+			m, failed, open := dropHole(t, grow, true)
 			other, err := open(2)
 			if err == nil {
 				_ = other.Close()
@@ -114,7 +174,7 @@ func TestDroppedSyncHoleRefusedAtOpen(t *testing.T) {
 func TestDroppedSyncHoleNotRepairedAtClose(t *testing.T) {
 	for _, grow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("first page in the hole=%v", grow), func(t *testing.T) {
-			m, failed, open := dropHole(t, grow)
+			m, failed, open := dropHole(t, grow, false)
 			_ = failed.Close()
 			requireReopens(t, m, open)
 		})
@@ -290,7 +350,7 @@ func walSize(t *testing.T, path string) int64 {
 
 // TestReadThroughAnotherHandlesHoleIsAnIOError: a handle opened before
 // another's failed sync dropped its commits reads through the frames the
-// shared index still counts. SQLite reads the zeros as a damaged file
+// shared index still counts (nobody marked it for rebuilding: keepIndex). SQLite reads the zeros as a damaged file
 // ("database disk image is malformed", or "not a database" for the first
 // page), but the file is sound up to the hole, and the next lone Open
 // recovers it: the verb must say ErrIO, naming the lost frames and what to
@@ -313,7 +373,7 @@ func readThroughAnotherHandlesHole(t *testing.T, grow, inUpdate bool) {
 	m.SetDropFailedSyncs(true)
 	clock := newClock()
 	open := func(pid int) (*state.DB, error) {
-		return state.Open("/sim/beside.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+		return state.Open("/sim/beside.state", state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground(), keepIndex)
 	}
 	db, err := open(1)
 	require.NoError(t, err)
@@ -362,4 +422,57 @@ func readThroughAnotherHandlesHole(t *testing.T, grow, inUpdate bool) {
 	_ = other.Close()
 	_ = db.Close()
 	requireReopens(t, m, open)
+}
+
+// TestFailedSyncMarksTheIndexOnlyWhenWritesWereLost: a failed sync of the
+// WAL marks the shared index for rebuilding only when the WAL reads back
+// less than the index counts. On a file system that keeps a failed sync's
+// writes readable (ext4) nothing was lost to the handles still open, and a
+// rebuild of the index in every process would only cost them; on one that
+// drops them (XFS) the header is marked (isInit 0) before anyone reads it
+// again.
+func TestFailedSyncMarksTheIndexOnlyWhenWritesWereLost(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("drop=%v", drop), func(t *testing.T) {
+			ctx := t.Context()
+			m := faults.NewMemFS(1)
+			m.SetDropFailedSyncs(drop)
+			clock := newClock()
+			const path = "/sim/mark.state"
+			open := func(pid int) *state.DB {
+				db, err := state.Open(path, state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground())
+				require.NoError(t, err)
+				return db
+			}
+			db, other := open(1), open(2)
+			defer other.Close()
+			defer db.Close()
+			_, err := db.Lease(ctx, "durable", "a", time.Minute)
+			require.NoError(t, err)
+			for i := range holeKeys {
+				require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("w", 300)))
+			}
+			m.FailAt(faults.OpSync, 1)
+			_, err = db.Lease(ctx, "job", "a", time.Minute)
+			require.ErrorIs(t, err, state.ErrIO)
+
+			header := make([]byte, 48)
+			require.True(t, vfs.SharedIndex(m.Process(9), path, header), "the other handle holds the index")
+			const isInit = 12
+			if drop {
+				assert.Zero(t, header[isInit], "the frames the sync took back: the index is marked for rebuilding")
+			} else {
+				assert.NotZero(t, header[isInit], "nothing was lost: the index is left as it is")
+			}
+			for i := range holeKeys {
+				v, err := other.Get(ctx, fmt.Sprintf("k%02d", i))
+				if drop {
+					require.ErrorIs(t, err, state.ErrNotFound, "k%02d was not durable", i)
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, strings.Repeat("w", 300), v.String())
+			}
+		})
+	}
 }

@@ -14,8 +14,9 @@ import (
 // TestHoleAtOpenDecides: what Open does with an error that says the file is
 // damaged, by what is beside the file: with no WAL, the error as it is;
 // with a WAL that lost frames the index another handle holds counts, the
-// hole's ErrIO; with that WAL kept and no index held any more (the failed
-// handle closed), the error as it is and one more Open, which rebuilds the
+// hole's ErrIO; with a WAL and no hole in what an index counts (here the
+// failed handle closed and let go of the index; or it marked the index for
+// rebuilding), the error as it is and one more Open, which rebuilds the
 // index and stops at the break. An error of another kind is left alone.
 func TestHoleAtOpenDecides(t *testing.T) {
 	ctx := t.Context()
@@ -24,7 +25,10 @@ func TestHoleAtOpenDecides(t *testing.T) {
 	clock := faults.NewClock(time.UnixMilli(1_700_000_000_000))
 	const path = "/sim/decide.state"
 	open := func(pid int) *DB {
-		db, err := Open(path, WithFS(m.Process(pid)), WithClock(clock), WithoutBackground())
+		// The failed handle leaves the index as it was (keepIndex): the
+		// hole nobody marked for rebuilding.
+		db, err := Open(path, WithFS(m.Process(pid)), WithClock(clock), WithoutBackground(),
+			func(cfg *config) { cfg.keepIndex = true })
 		require.NoError(t, err)
 		return db
 	}
@@ -62,7 +66,7 @@ func TestHoleAtOpenDecides(t *testing.T) {
 
 	_ = db.Close() // keeps the WAL, and lets go of the index
 	again, err = holeAtOpen(fsys, path, damaged)
-	assert.True(t, again, "a WAL and no index held: one more Open")
+	assert.True(t, again, "a WAL and no hole an index counts: one more Open")
 	assert.Equal(t, damaged, err)
 	after := open(2)
 	defer after.Close()

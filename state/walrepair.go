@@ -147,7 +147,7 @@ func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) error {
 		if err := db.walHole(conn); err != nil {
 			return err
 		}
-		return rewriteFile(db.cfg.fs, db.path+walSuffix)
+		return db.forgetIfSyncFailed(conn, rewriteFile(db.cfg.fs, db.path+walSuffix))
 	})
 	if err == nil {
 		err = db.repairPages(ctx, conn)
@@ -247,10 +247,10 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 			var busy, frames, copied int64
 			err = ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
 			if err = db.explain(ckpt, classify(ctx, roomRefusedOn(ckpt, err))); err != nil || busy != 0 || frames != copied {
-				return err
+				return db.forgetIfSyncFailed(conn, err)
 			}
 			done = true
-			return rewritePages(db.openPages, pages, size)
+			return db.forgetIfSyncFailed(conn, rewritePages(db.openPages, pages, size))
 		})
 		if err != nil || done || tries <= 1 {
 			return err
@@ -283,7 +283,7 @@ func rewritePages(open func() (rewritable, error), pages []uint32, size int) err
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return errors.Join(err, f.Close())
+		return errors.Join(&syncFailure{err}, f.Close())
 	}
 	return f.Close()
 }
@@ -358,7 +358,7 @@ func rewriteFile(fsys vfs.FS, name string) error {
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return errors.Join(err, f.Close())
+		return errors.Join(&syncFailure{err}, f.Close())
 	}
 	return f.Close()
 }

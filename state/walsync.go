@@ -118,6 +118,7 @@ func (db *DB) syncWAL(what string) error {
 		db.syncedPages, db.unsyncedBeforeReset = n, false
 		return nil
 	}
+	db.forgetIndex(db.conn) // the failed sync may have taken frames back (indexforget.go)
 	return &causeError{
 		msg:  fmt.Sprintf("%v: %s, but the sync of %s%s failed (%v); reopen the file", ErrIO, what, db.path, walSuffix, err),
 		errs: []error{ErrIO, err},

@@ -42,6 +42,12 @@ type Engine struct {
 	// on SQLite's own schedule (1, 2, 5 ... 100 ms apart) instead of the
 	// engine's, so that statekit's benchmark can run both in one run.
 	SQLiteBusySchedule bool
+	// KeepIndexAfterFailedSync stops the handle from marking the WAL's
+	// shared index for rebuilding after a failed sync (state's
+	// indexforget.go), so that tests reach the checks for a hole nobody
+	// marked: a file system that dropped the pages when its write-back
+	// failed, before any sync reported it.
+	KeepIndexAfterFailedSync bool
 }
 
 // Option turns an Engine into a state.Option (returned as any: this

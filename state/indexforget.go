@@ -1,0 +1,243 @@
+package state
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"time"
+	"unsafe"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The shared index forgotten after a failed sync. A sync that fails on a
+// file system that drops the writes it was to make durable (XFS) takes
+// them back: the WAL's frames written since its last sync read back as
+// what was there before (zeros, or frames of a WAL since started over),
+// and pages a checkpoint copied into the database file since the file's
+// last sync read back as they were. Every connection, in every process,
+// still trusts the WAL's shared-memory index: it counts the lost frames
+// as committed and reads them, and its backfill mark says which frames'
+// pages are in the database file, so it reads the pages taken back from
+// there. A reader then answers with old rows or reads damage, and a writer
+// commits pages built on them.
+//
+// So a handle whose sync of the WAL or of the database file fails looks,
+// the moment it knows, for what the failure took back (lostWrites: a frame
+// the index counts that breaks the WAL's checksum chain, a page of the file
+// that is not the frame the index says was copied into it), and if it
+// finds any, has the index rebuilt: it marks the index header as not
+// initialised (isInit 0, in both of its copies), first without a lock and
+// again under the WAL's write lock (a writer that was committing meanwhile
+// writes a whole header over the first mark). Every connection's next
+// transaction then finds the header so and runs SQLite's recovery, which
+// reads the WAL from its start and stops at the first frame whose checksum
+// breaks the chain: the index counts the commits before the hole, as after
+// a power loss, and its backfill mark starts at 0, so every page with a
+// frame in the WAL is read from its last frame there and none from the
+// pages taken back; the next checkpoint copies them all again. On a file
+// system that keeps a failed sync's writes readable (ext4) nothing is
+// found and the index is left as it is: a rebuild would find it as it was,
+// and every connection of every process rebuilding at once contends for
+// the locks recovery takes (in the simulator, until SQLite gave up with
+// "locking protocol"). What the mark cannot undo is a read made before it:
+// a transaction already running goes on with the index it began with, and
+// a file system that drops pages when its write-back fails, before any
+// sync reports it, serves them to everyone until a sync does
+// (CORRECTNESS.md).
+
+// walWriteLock is the shared-memory lock slot of the WAL's writer
+// (WAL_WRITE_LOCK): SQLite writes the index header only while holding it.
+const walWriteLock = 0
+
+// sqliteIOErrFsync is SQLITE_IOERR_FSYNC, the extended result code of a
+// failed sync (inside SQLite: a checkpoint's sync of the WAL before it
+// copies, and of the database file after).
+const sqliteIOErrFsync = sqliteIOErr | 4<<8
+
+// forgetIndex marks the shared index for rebuilding (see above), through
+// conn, one of the handle's writable connections, outside a transaction;
+// callers keep its other users off it (mu for the handle's connection).
+// It waits for a writer's lock as long as the busy timeout, and leaves the
+// first mark alone when the lock stays taken.
+func (db *DB) forgetIndex(conn *sql.Conn) {
+	// A read-only handle syncs nothing; on a file system that stopped
+	// granting locks (locklost.go) the write lock would only be waited for.
+	if conn == nil || db.cfg.readOnly || db.cfg.keepIndex || db.lockless {
+		return
+	}
+	_ = conn.Raw(func(dc any) error {
+		v, region := indexRegion(dc)
+		if v == nil {
+			return nil
+		}
+		defer v.close()
+		if !db.lostWrites(region) {
+			return nil
+		}
+		markUninitialised(region)
+		var slept time.Duration
+		for try := 0; ; try++ {
+			switch v.lock(walWriteLock, 1, sqlite3.SQLITE_SHM_LOCK|sqlite3.SQLITE_SHM_EXCLUSIVE) {
+			case sqlite3.SQLITE_OK:
+				markUninitialised(region)
+				v.lock(walWriteLock, 1, sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE)
+				return nil
+			case sqlite3.SQLITE_BUSY:
+				if slept >= db.cfg.busyTimeout {
+					return nil
+				}
+				d := busyDelays[min(try, len(busyDelays)-1)]
+				db.cfg.sleepStop(d, nil)
+				slept += d
+			default:
+				return nil
+			}
+		}
+	})
+}
+
+// syncFailure is the error of a sync the repair made through a descriptor
+// of its own (walrepair.go).
+type syncFailure struct{ err error }
+
+func (e *syncFailure) Error() string { return e.err.Error() }
+func (e *syncFailure) Unwrap() error { return e.err }
+
+// syncFailed reports whether err is a failed sync: SQLite's
+// (SQLITE_IOERR_FSYNC) or the repair's own (syncFailure).
+func syncFailed(err error) bool {
+	return sqliteExtendedCode(err) == sqliteIOErrFsync || errors.As(err, new(*syncFailure))
+}
+
+// forgetIfSyncFailed returns err, having marked the shared index for
+// rebuilding (see above) when err is a failed sync: conn holds the write
+// lock (DB.locked), so no writer changes the header meanwhile.
+func (db *DB) forgetIfSyncFailed(conn *sql.Conn, err error) error {
+	if db.cfg.keepIndex || db.lockless || !syncFailed(err) {
+		return err
+	}
+	_ = conn.Raw(func(dc any) error {
+		if v, region := indexRegion(dc); v != nil {
+			if db.lostWrites(region) {
+				markUninitialised(region)
+			}
+			v.close()
+		}
+		return nil
+	})
+	return err
+}
+
+// indexRegion returns dc's view of the shared memory and the region the
+// index header is in, or nil when it has none mapped.
+func indexRegion(dc any) (*shmView, uintptr) {
+	v, ok := newShmView(dc)
+	if !ok {
+		return nil, 0
+	}
+	region := v.region()
+	if region == 0 {
+		v.close()
+		return nil, 0
+	}
+	return v, region
+}
+
+// Offsets in the shared memory: the database's size in pages (nPage) in
+// the index header, and the backfill mark (nBackfill, the first field of
+// the checkpoint information after the header's two copies), the last
+// frame whose page a checkpoint copied into the database file.
+const (
+	shmDBPagesOffset  = 20
+	shmBackfillOffset = 2 * shmHeaderBytes
+)
+
+// lostWrites reports whether the WAL or the database file reads back less
+// than the index at region says they hold: a frame the index counts that
+// breaks the WAL's checksum chain, or a page of the database file that
+// differs from its last frame the backfill mark says was copied into it.
+// On a file system that keeps a failed sync's writes readable both read
+// back whole, and the index is left as it is. A header a writer is
+// changing, or a file that cannot be read, is taken as a loss: marking the
+// index costs one rebuild.
+func (db *DB) lostWrites(region uintptr) bool {
+	hdr, ok := indexHeaderAt(region)
+	if !ok {
+		return true
+	}
+	if hdr[shmIsInitOffset] == 0 {
+		return false // marked already, or never built
+	}
+	backfill := *(*uint32)(unsafe.Add(cptr(region), shmBackfillOffset))
+	copied := map[uint32]uint32{} // page -> its last frame among those copied
+	wal := db.path + walSuffix
+	brk, err := walScan(db.cfg.fs, wal, hdr, func(i uint32, frame []byte) {
+		if i <= backfill {
+			copied[binary.BigEndian.Uint32(frame)] = i
+		}
+	})
+	if err != nil || brk != 0 {
+		return true
+	}
+	if len(copied) == 0 {
+		return false
+	}
+	size := int(binary.NativeEndian.Uint16(hdr[shmPageSizeOffset:]))
+	if size == 1 {
+		size = 65536
+	}
+	return db.pagesDiffer(wal, copied, size, binary.NativeEndian.Uint32(hdr[shmDBPagesOffset:]))
+}
+
+// pagesDiffer reports whether a page of the database file (of the first
+// dbPages) differs from the WAL frame copied names for it, or cannot be
+// read. It reads the database file through the process's descriptor on
+// the operating system's files (closing another would drop the process's
+// locks).
+func (db *DB) pagesDiffer(wal string, copied map[uint32]uint32, size int, dbPages uint32) bool {
+	f, err := openForRewrite(db.cfg.fs, wal)
+	if err != nil || f == nil {
+		return true
+	}
+	defer f.Close()
+	var file io.ReaderAt
+	if db.cfg.fs != nil {
+		pf, err := openForRewrite(db.cfg.fs, db.path)
+		if err != nil || pf == nil {
+			return true
+		}
+		defer pf.Close()
+		file = pf
+	} else if db.file != nil && db.file.f != nil {
+		file = db.file.f
+	} else {
+		return true
+	}
+	want, got := make([]byte, size), make([]byte, size)
+	frame := int64(walFrameHeaderBytes + size)
+	for _, page := range slices.Sorted(maps.Keys(copied)) {
+		if page == 0 || page > dbPages {
+			continue // past the file's end: nobody reads it
+		}
+		i := copied[page]
+		if ok, _ := readFull(f, want, walHeaderBytes+int64(i-1)*frame+walFrameHeaderBytes); !ok {
+			return true
+		}
+		if ok, _ := readFull(file, got, int64(page-1)*int64(size)); !ok || !bytes.Equal(want, got) {
+			return true
+		}
+	}
+	return false
+}
+
+// markUninitialised clears isInit in both copies of the index header at
+// the start of region.
+func markUninitialised(region uintptr) {
+	*(*byte)(unsafe.Add(cptr(region), shmIsInitOffset)) = 0
+	*(*byte)(unsafe.Add(cptr(region), shmHeaderBytes+shmIsInitOffset)) = 0
+}
