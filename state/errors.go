@@ -316,6 +316,13 @@ func (db *DB) explain(conn *sql.Conn, err error) error {
 		if hole := db.holeBehind(conn); hole != nil {
 			return &causeError{msg: fmt.Sprintf("%v (SQLite read it as %q)", hole, sqliteText(err)), errs: []error{hole}}
 		}
+		// Read through pages a failed sync took back, which a handle found
+		// and marked the index for (indexforget.go): the file is sound.
+		if indexMarked(conn) {
+			return &causeError{msg: fmt.Sprintf("%v: %s: a read went through writes the file system took back after a sync "+
+				"failed (another handle found the loss and marked the shared index for rebuilding); reopen the file "+
+				"(SQLite read it as %q)", ErrIO, db.path, sqliteText(err)), errs: []error{ErrIO}}
+		}
 	}
 	switch {
 	case errors.Is(err, ErrIO):

@@ -235,6 +235,14 @@ func (db *DB) pagesDiffer(wal string, copied map[uint32]uint32, size int, dbPage
 	return false
 }
 
+// indexMarked reports whether the index conn shares is marked for
+// rebuilding (markUninitialised) and not rebuilt yet: not initialised,
+// though it counts frames, which only the mark leaves.
+func indexMarked(conn *sql.Conn) bool {
+	hdr, ok := sharedIndexHeader(conn)
+	return ok && hdr[shmIsInitOffset] == 0 && binary.NativeEndian.Uint32(hdr[shmMaxFrameOffset:]) > 0
+}
+
 // markUninitialised clears isInit in both copies of the index header at
 // the start of region.
 func markUninitialised(region uintptr) {
