@@ -103,6 +103,32 @@ func TestClockCheckForgetsWhatAPowerLossTookBack(t *testing.T) {
 	assert.Equal(t, []string{CheckClock}, failed(w))
 }
 
+// An open under way when a failed sync dropped the WAL's writes (as XFS
+// does) reads the file as the loss left it: what the loss took back is
+// forgotten for it, as for an open after it; what a FULL commit covered is
+// not, nor anything for an open that began after the loss.
+func TestClockCheckForgetsWhatALossTookBackFromAnOpenUnderWay(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	wall := w.wallMillis()
+	w.clock.done(wall+1_000, 1, 2, true)  // durable
+	w.clock.done(wall+5_000, 3, 4, false) // not durable
+	w.clock.attempted = wall + 5_000
+	start := w.clock.opening() // an open begins
+	w.clock.powerLost()        // a dropped sync, while it runs
+	clock := w.readClock()
+	w.clock.opened(w, p, wall+1_000, clock, w.clock.completedBefore(start))
+	assert.Empty(t, w.violations, "the loss took back the mark of the time 5,000 ms ahead")
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(start))
+	assert.Equal(t, []string{CheckClock}, failed(w), "what the FULL commit covered stays")
+
+	w.violations = nil
+	w.clock.done(wall+7_000, 5, 6, false) // completed after the loss
+	start = w.clock.opening()
+	w.clock.opened(w, p, wall+6_999, clock, w.clock.completedBefore(start))
+	assert.Equal(t, []string{CheckClock}, failed(w), "an open with no loss while it ran forgets nothing")
+}
+
 func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]

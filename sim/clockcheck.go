@@ -17,6 +17,30 @@ type clockCheck struct {
 	completed int64      // the latest engine time of a call that completed
 	durable   int64      // the latest engine time a durable (FULL) commit covers
 	recent    []doneCall // completed calls a later FULL commit may not cover yet
+	lost      []int64    // durable at each power loss (or dropped sync) so far, in order
+}
+
+// openStart is what the clock check knew when an open began: the latest
+// time completed calls had used, and how many losses had happened.
+type openStart struct {
+	completed int64
+	losses    int
+}
+
+// opening returns what an open beginning now must start at or after.
+func (c *clockCheck) opening() openStart { return openStart{c.completed, len(c.lost)} }
+
+// completedBefore is the latest time calls completed before the open that
+// began at s had used, less what a loss since took back: a failed sync
+// that dropped the WAL's writes (as XFS does) leaves an open under way
+// running, and the open then reads the file as the loss left it, as an
+// open after a power loss does. What the first such loss took back is
+// forgotten for it, as powerLost forgets it for every later open.
+func (c *clockCheck) completedBefore(s openStart) int64 {
+	if len(c.lost) == s.losses {
+		return s.completed
+	}
+	return min(s.completed, c.lost[s.losses])
 }
 
 // doneCall is a call that completed: its engine time, and when it returned
@@ -104,13 +128,17 @@ func (c *clockCheck) done(now, call, ret int64, full bool) {
 }
 
 // powerLost forgets what the power loss may have taken back.
-func (c *clockCheck) powerLost() { c.completed, c.recent = c.durable, nil }
+func (c *clockCheck) powerLost() {
+	c.completed, c.recent = c.durable, nil
+	c.lost = append(c.lost, c.durable)
+}
 
 // opened checks p's engine time at open. now is p's engine time at true
 // time now; clock is the clock p opened with, which kept the wall-clock
 // reading the engine based its time on; completed is what completed
-// calls had used when the open began (calls that completed while it ran,
-// in other processes, may be behind what it read).
+// calls had used when the open began, less what a loss took back while it
+// ran (completedBefore; calls that completed while it ran, in other
+// processes, may be behind what it read).
 func (c *clockCheck) opened(w *world, p *process, now int64, clock *procClock, completed int64) {
 	wall := clock.wallRead
 	base := now - (w.trueMillis - clock.wallReadTrue) // the engine's time when it read the clock

@@ -187,7 +187,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	}
 	before := w.mark()
 	p.injected, p.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
-	completed := w.clock.completed
+	start := w.clock.opening()
 	clock := &procClock{w: w, startTrue: w.trueMillis}
 	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
 	w.stats.Opens++
@@ -211,7 +211,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.pausedUntil = 0
 	now := db.Now().UnixMilli()
 	p.offset = now - w.trueMillis
-	w.clock.opened(w, p, now, clock, completed)
+	w.clock.opened(w, p, now, clock, w.clock.completedBefore(start))
 	w.clock.started(w, p, now)
 	p.buffered = map[string]int64{}
 	p.clients = p.clients[:0]

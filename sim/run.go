@@ -322,7 +322,7 @@ func (w *world) verify() {
 	w.sched.spawn(kindTask, "verifier", v, w.newClient(), func(t *thread) {
 		before := w.mark()
 		v.injected, v.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
-		completed := w.clock.completed
+		start := w.clock.opening()
 		clock := &procClock{w: w, startTrue: w.trueMillis}
 		db, err := state.Open(dbPath, w.engineOptions(v, w.m.Process(v.pid), clock)...)
 		w.stats.Opens++
@@ -333,7 +333,7 @@ func (w *world) verify() {
 		v.db = db
 		now := db.Now().UnixMilli()
 		v.offset = now - w.trueMillis
-		w.clock.opened(w, v, now, clock, completed)
+		w.clock.opened(w, v, now, clock, w.clock.completedBefore(start))
 		w.clock.started(w, v, now)
 		v.buffered = map[string]int64{}
 		if !w.integrity(t, v) || w.needCheck {

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/statekit/statekit/internal/bugs"
 )
@@ -54,7 +55,15 @@ func (db *DB) loadHWM(ctx context.Context) error {
 // hwmLeadAheadMillis for a handle that started ahead of the wall clock)
 // once now reaches it. Callers hold mu.
 func (db *DB) advanceHWM(ctx context.Context, now int64) error {
-	if db.hwmKey == "" || now < db.hwmMillis {
+	if db.hwmKey == "" {
+		return nil
+	}
+	if db.indexRebuilt() {
+		// Another handle's failed sync may have taken the mark back
+		// (hwmlost.go): write it again before now is used.
+		db.hwmMillis = math.MinInt64
+	}
+	if now < db.hwmMillis {
 		return nil
 	}
 	// Cheap enough here, at most once per lead: before the handle writes
@@ -70,6 +79,7 @@ func (db *DB) advanceHWM(ctx context.Context, now int64) error {
 		panic(fmt.Sprintf("statekit: high-water mark %d behind now %d", v, now))
 	}
 	db.hwmMillis = v
+	db.indexRebuilt() // the header as this write left it: the next look compares with it
 	return nil
 }
 

@@ -325,6 +325,7 @@ func (db *DB) open(dsn string) error {
 	// Open's waits for other connections' locks share one budget, as a
 	// verb's do (busy.go).
 	db.installBusyHandler(conn)
+	db.installIndexWatch(conn)
 	db.setWait(ctx, 0)
 	kind, err := inspect(ctx, conn, db.path)
 	if err != nil {
@@ -503,6 +504,7 @@ func (db *DB) releaseHandle() error {
 	if db.st != nil {
 		errs = append(errs, db.st.close())
 	}
+	db.closeWatch()
 	if db.conn != nil {
 		errs = append(errs, db.conn.Close())
 	}
