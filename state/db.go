@@ -33,7 +33,7 @@ type DB struct {
 	time                *engineTime           // set at open; Now reads it without mu
 	hwmMillis           int64                 // the value of this handle's mark row in the file
 	hwmKey              string                // this handle's mark row ("hwm:<n>"); "" when read-only
-	watch               indexWatch            // the shared index header as the handle last saw it (hwmlost.go)
+	watch               indexWatch            // the shared index header as the handle last saw it (indexwatch.go)
 	pages               pageCounter           // counts the pages conn writes, for checkpointIfDue
 	vfsName             string                // the Go VFS registered for WithFS; "" for the native VFS
 	dead                atomic.Bool           // failed is set: read without mu by IncrBuffered

@@ -53,14 +53,15 @@ func (db *DB) loadHWM(ctx context.Context) error {
 
 // advanceHWM moves this handle's mark a lead ahead (hwmLeadMillis, or
 // hwmLeadAheadMillis for a handle that started ahead of the wall clock)
-// once now reaches it. Callers hold mu.
+// once now reaches it, or at once when the shared index was marked or
+// rebuilt since the handle last looked (indexwatch.go). Callers hold mu.
 func (db *DB) advanceHWM(ctx context.Context, now int64) error {
 	if db.hwmKey == "" {
 		return nil
 	}
 	if db.indexRebuilt() {
 		// Another handle's failed sync may have taken the mark back
-		// (hwmlost.go): write it again before now is used.
+		// (indexwatch.go): write it again before now is used.
 		db.hwmMillis = math.MinInt64
 	}
 	if now < db.hwmMillis {

@@ -17,7 +17,7 @@ import (
 // on and goes on using the times the row covered. It must write its mark
 // again before it uses one of them, so that an Open after it, with the wall
 // clock stepped back, starts at or after every time it used. Without the
-// look at the shared index (state/hwmlost.go) the Open starts behind.
+// look at the shared index (state/indexwatch.go) the Open starts behind.
 func TestSurvivorWritesItsMarkAgainAfterAnotherHandlesLoss(t *testing.T) {
 	ctx := context.Background()
 	m := faults.NewMemFS(1)
