@@ -107,7 +107,7 @@ func (m *MemFS) SetSyncNoop(on bool) {
 // SetDropFailedSyncs chooses what a failed Sync does to the writes it was
 // to make durable. Off (the default), they stay readable, as Linux's ext4
 // keeps them in the page cache (marked clean, never written). On, they are
-// dropped, as XFS drops the pages of a failed write-back: reads of the file
+// dropped, as XFS was reported to drop the pages of a failed write-back: reads of the file
 // see its durable bytes again, and zeros where nothing durable was; its
 // size stays as the writes left it. Either way they never reach the disk,
 // and the failure is reported as Sync says.

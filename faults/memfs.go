@@ -32,7 +32,7 @@ const (
 // files and the machine's vfs.LockManager. Crash ends one process; PowerLoss
 // ends them all. Faults can be injected: I/O errors of reads, writes,
 // syncs, truncates and directory syncs (FailAt, SetFailRate), failed syncs
-// whose writes stay readable or, as on XFS, are dropped
+// whose writes stay readable or, as reported of XFS, are dropped
 // (SetDropFailedSyncs), a full disk (SetWriteBudget), a power cut at a
 // chosen mutating call, a file's creation or deletion and a directory sync
 // among them (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative

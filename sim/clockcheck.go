@@ -32,7 +32,7 @@ func (c *clockCheck) opening() openStart { return openStart{c.completed, len(c.l
 
 // completedBefore is the latest time calls completed before the open that
 // began at s had used, less what a loss since took back: a failed sync
-// that dropped the WAL's writes (as XFS does) leaves an open under way
+// that dropped the WAL's writes (as reported of XFS) leaves an open under way
 // running, and the open then reads the file as the loss left it, as an
 // open after a power loss does. What the first such loss took back is
 // forgotten for it, as powerLost forgets it for every later open.

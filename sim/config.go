@@ -89,7 +89,7 @@ type Config struct {
 	// it so (FULL), so that a power loss must keep it.
 	SyncFull bool
 	// DropFailedSyncs makes the simulated disk drop the writes of a sync
-	// that fails, as XFS does, rather than keep them readable, as ext4
+	// that fails, as XFS was reported to, rather than keep them readable, as ext4
 	// does (faults.MemFS.SetDropFailedSyncs).
 	DropFailedSyncs bool
 	// Bugs are the planted bugs compiled into the engine for this run.
@@ -168,7 +168,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
 	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "the linearizability search's time limit per partition (0: none)")
 	fs.BoolVar(&c.SyncFull, "syncfull", c.SyncFull, "open every process with state.WithSync(state.SyncFull): every acknowledged write must survive a power loss")
-	fs.BoolVar(&c.DropFailedSyncs, "dropfailedsyncs", c.DropFailedSyncs, "a failed sync drops its writes from the simulated disk's page cache, as XFS does (default: they stay readable, as on ext4)")
+	fs.BoolVar(&c.DropFailedSyncs, "dropfailedsyncs", c.DropFailedSyncs, "a failed sync drops its writes from the simulated disk's page cache, as reported of XFS (default: they stay readable, as on ext4; Linux 6.18 kept them on XFS too)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
 	for _, r := range c.Rates.list() {

@@ -15,7 +15,7 @@ import (
 )
 
 // The shared index forgotten after a failed sync. A sync that fails on a
-// file system that drops the writes it was to make durable (XFS) takes
+// file system that drops the writes it was to make durable (as reported of XFS) takes
 // them back: the WAL's frames written since its last sync read back as
 // what was there before (zeros, or frames of a WAL since started over),
 // and pages a checkpoint copied into the database file since the file's

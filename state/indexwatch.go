@@ -12,7 +12,7 @@ import (
 )
 
 // Watching the shared index for another handle's loss. On a file system
-// that drops a failed sync's writes (XFS), the commits made since the WAL's
+// that drops a failed sync's writes (as reported of XFS), the commits made since the WAL's
 // last good sync, and pages a checkpoint copied into the database file
 // since that file's last sync, are gone for every process at once. The
 // handle whose sync failed marks the shared index for rebuilding

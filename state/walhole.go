@@ -14,7 +14,7 @@ import (
 )
 
 // The WAL after a failed sync, on a file system that drops its pages. Some
-// file systems (XFS) do not keep the writes of a failed sync readable, as
+// file systems (XFS, it was reported) do not keep a failed sync's writes readable, as
 // ext4 does (walrepair.go): they drop them, and the WAL's bytes revert to
 // what was last durable. The shared-memory index still counts the frames
 // those writes held, so every connection reads the reverted bytes as if

@@ -274,7 +274,7 @@ func rewritePages(open func() (rewritable, error), pages []uint32, size int) err
 		off := int64(pg-1) * int64(size)
 		n, rerr := f.ReadAt(buf, off)
 		if n > 0 {
-			if _, err := f.WriteAt(buf[:n], off); err != nil {
+			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF)); err != nil {
 				return errors.Join(err, f.Close())
 			}
 		}
@@ -345,7 +345,7 @@ func rewriteFile(fsys vfs.FS, name string) error {
 	for off := int64(0); ; {
 		n, rerr := f.ReadAt(buf, off)
 		if n > 0 {
-			if _, err := f.WriteAt(buf[:n], off); err != nil {
+			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF)); err != nil {
 				return errors.Join(err, f.Close())
 			}
 			off += int64(n)
@@ -361,6 +361,63 @@ func rewriteFile(fsys vfs.FS, name string) error {
 		return errors.Join(&syncFailure{err}, f.Close())
 	}
 	return f.Close()
+}
+
+// writeBack writes p, read from f at off, back where it was. In a file of
+// the operating system's it writes past the page cache where it can
+// (writeThrough: a range whose write-back failed on ext4 is written for
+// good only so), the aligned part of p at least, and when p ends the file
+// (last: the read that got p met its end) its last partial block too,
+// padded with zeros and the file cut back to its size after; the rest, and every write through a vfs.FS, go
+// through the page cache.
+func writeBack(f rewritable, p []byte, off int64, last bool) error {
+	var osf *os.File
+	switch v := f.(type) {
+	case *os.File:
+		osf = v
+	case sharedFile:
+		osf = v.File
+	}
+	if osf != nil && off%directAlign == 0 {
+		whole := len(p) - len(p)%directAlign
+		done := 0
+		if whole > 0 {
+			ok, err := writeThrough(osf, p[:whole], off)
+			if err != nil {
+				return restored(f, p, off, err)
+			}
+			if ok {
+				done = whole
+			}
+		}
+		if rest := p[done:]; done == whole && len(rest) > 0 && last {
+			padded := make([]byte, directAlign)
+			copy(padded, rest)
+			ok, err := writeThrough(osf, padded, off+int64(done))
+			if err != nil {
+				return restored(f, p, off, err)
+			}
+			if ok {
+				return osf.Truncate(off + int64(len(p)))
+			}
+		}
+		p, off = p[done:], off+int64(done)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := f.WriteAt(p, off)
+	return err
+}
+
+// restored writes p back at off in f through the page cache after a write
+// past it failed, and returns that failure: the kernel dropped the range's
+// cached pages before the failed write, and they may have been the only
+// copy of bytes a failed sync never wrote (a WAL's frames), which must stay
+// readable for the next repair.
+func restored(f rewritable, p []byte, off int64, err error) error {
+	_, werr := f.WriteAt(p, off)
+	return errors.Join(err, werr)
 }
 
 // openPages opens the database file for rewritePages: through the handle's
