@@ -269,12 +269,13 @@ func rewritePages(open func() (rewritable, error), pages []uint32, size int) err
 	if err != nil {
 		return err
 	}
+	direct := needsWriteThrough(f)
 	buf := make([]byte, size)
 	for _, pg := range pages {
 		off := int64(pg-1) * int64(size)
 		n, rerr := f.ReadAt(buf, off)
 		if n > 0 {
-			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF)); err != nil {
+			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF), direct); err != nil {
 				return errors.Join(err, f.Close())
 			}
 		}
@@ -341,11 +342,12 @@ func rewriteFile(fsys vfs.FS, name string) error {
 	if err != nil {
 		return err
 	}
+	direct := needsWriteThrough(f)
 	buf := make([]byte, walChunk)
 	for off := int64(0); ; {
 		n, rerr := f.ReadAt(buf, off)
 		if n > 0 {
-			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF)); err != nil {
+			if err := writeBack(f, buf[:n], off, errors.Is(rerr, io.EOF), direct); err != nil {
 				return errors.Join(err, f.Close())
 			}
 			off += int64(n)
@@ -363,22 +365,36 @@ func rewriteFile(fsys vfs.FS, name string) error {
 	return f.Close()
 }
 
-// writeBack writes p, read from f at off, back where it was. In a file of
-// the operating system's it writes past the page cache where it can
-// (writeThrough: a range whose write-back failed on ext4 is written for
-// good only so), the aligned part of p at least, and when p ends the file
-// (last: the read that got p met its end) its last partial block too,
-// padded with zeros and the file cut back to its size after; the rest, and every write through a vfs.FS, go
-// through the page cache.
-func writeBack(f rewritable, p []byte, off int64, last bool) error {
-	var osf *os.File
+// osFile returns the operating system's file behind f, or nil when f is
+// a vfs.FS's.
+func osFile(f rewritable) *os.File {
 	switch v := f.(type) {
 	case *os.File:
-		osf = v
+		return v
 	case sharedFile:
-		osf = v.File
+		return v.File
 	}
-	if osf != nil && off%directAlign == 0 {
+	return nil
+}
+
+// needsWriteThrough reports whether the repair must write f past the page
+// cache: f is the operating system's file and has blocks marked unwritten,
+// as a range whose write-back failed on ext4 keeps them (writeThrough).
+// Where none is, a write through the cache and a sync make the bytes
+// durable, at less cost.
+func needsWriteThrough(f rewritable) bool {
+	osf := osFile(f)
+	return osf != nil && unwritten(osf)
+}
+
+// writeBack writes p, read from f at off, back where it was. With direct
+// it writes past the page cache where it can (writeThrough: a range whose
+// write-back failed on ext4 is written for good only so), the aligned part
+// of p at least, and when p ends the file (last: the read that got p met
+// its end) its last partial block too, padded with zeros and the file cut
+// back to its size after; the rest goes through the page cache.
+func writeBack(f rewritable, p []byte, off int64, last, direct bool) error {
+	if osf := osFile(f); direct && osf != nil && off%directAlign == 0 {
 		whole := len(p) - len(p)%directAlign
 		done := 0
 		if whole > 0 {
