@@ -87,6 +87,85 @@ func fillStore(t *testing.T, store string) string {
 	return name
 }
 
+// thinLoad is a handle's work on a thin disk and what it had acknowledged:
+// sets of 32 KiB values, each made durable by a grant after it.
+type thinLoad struct {
+	t       *testing.T
+	tokens  map[string]int64  // each lease's highest acknowledged token
+	written map[string]string // acknowledged sets, made durable by the grant after them
+	owners  int
+}
+
+func newThinLoad(t *testing.T) *thinLoad {
+	return &thinLoad{t: t, tokens: map[string]int64{}, written: map[string]string{}}
+}
+
+// grant grants name to an owner of its own and releases it: a FULL
+// commit, which makes every commit before it durable. A release a power
+// cut took back leaves the lease held for its 50 ms: grant waits that out.
+// A token no higher than one acknowledged fails the test.
+func (l *thinLoad) grant(db *state.DB, name string) error {
+	acked := l.tokens[name]
+	l.owners++
+	for {
+		lease, err := db.Lease(l.t.Context(), name, fmt.Sprintf("owner%d", l.owners), 50*time.Millisecond)
+		var held *state.LeaseHeldError
+		if errors.As(err, &held) {
+			time.Sleep(held.Left + time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		require.Greater(l.t, lease.Token, acked, "%s: token %d was acknowledged and granted again", name, acked)
+		l.tokens[name] = lease.Token
+		return db.Release(l.t.Context(), lease)
+	}
+}
+
+// setAndGrant sets key to a 32 KiB value and grants a lease after it,
+// counting the set as acknowledged once both were.
+func (l *thinLoad) setAndGrant(db *state.DB, key, lease string) error {
+	v := strings.Repeat("v", 32<<10)
+	if err := db.Set(l.t.Context(), key, v); err != nil {
+		return err
+	}
+	if err := l.grant(db, lease); err != nil {
+		return err
+	}
+	l.written[key] = v
+	return nil
+}
+
+// untilFailure fills the store under db's thin disk, then writes until a
+// call fails, which must be ErrIO (a sync the kernel failed), and requires
+// the handle to have ended. It returns the filler's path.
+func (l *thinLoad) untilFailure(db *state.DB, store, fsType string) string {
+	t := l.t
+	for i := range 8 {
+		require.NoError(t, l.setAndGrant(db, fmt.Sprintf("before%d", i), fmt.Sprintf("L%d", i%3)))
+	}
+	filler := fillStore(t, store)
+	var failed error
+	for i := 0; i < 4000 && failed == nil; i++ {
+		failed = l.setAndGrant(db, fmt.Sprintf("after%d", i), fmt.Sprintf("L%d", i%3))
+	}
+	require.Error(t, failed, "the thin disk never failed a write")
+	t.Logf("%s: the first failure: %v", fsType, failed)
+	require.ErrorIs(t, failed, state.ErrIO)
+	_, err := db.Get(t.Context(), "before0")
+	require.ErrorIs(t, err, state.ErrIO, "the handle has ended")
+	return filler
+}
+
+// grantEach grants every lease once more: each token must be higher than
+// every one acknowledged.
+func (l *thinLoad) grantEach(db *state.DB, when string) {
+	for _, name := range slices.Sorted(maps.Keys(l.tokens)) {
+		require.NoError(l.t, l.grant(db, name), "a grant %s", when)
+	}
+}
+
 // TestKernelFailedSyncOnAThinDisk: on ext4 and on xfs, a sync that the
 // real kernel fails (the thin disk above runs out of room) ends the handle
 // with ErrIO, and every later call says so; once room is back, the file
@@ -102,69 +181,19 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 			if err := shutdownCheck(t, dir); err != nil {
 				t.Skipf("this kernel cannot shut %s down: %v", fsType, err)
 			}
-			ctx := t.Context()
 			path := filepath.Join(dir, "app.state")
 			db, err := state.Open(path)
 			require.NoError(t, err)
-			tokens := map[string]int64{} // each lease's highest acknowledged token
-			// grant grants name to an owner of its own and releases it: a
-			// FULL commit, which makes every commit before it durable. A
-			// release a power cut took back leaves the lease held for its
-			// 50 ms: grant waits that out.
-			owners := 0
-			grant := func(db *state.DB, name string) error {
-				acked := tokens[name]
-				owners++
-				for {
-					l, err := db.Lease(ctx, name, fmt.Sprintf("owner%d", owners), 50*time.Millisecond)
-					var held *state.LeaseHeldError
-					if errors.As(err, &held) {
-						time.Sleep(held.Left + time.Millisecond)
-						continue
-					}
-					if err != nil {
-						return err
-					}
-					require.Greater(t, l.Token, acked, "%s: token %d was acknowledged and granted again", name, acked)
-					tokens[name] = l.Token
-					return db.Release(ctx, l)
-				}
-			}
-			written := map[string]string{} // acknowledged sets, made durable by the grant after them
-			big := strings.Repeat("v", 32<<10)
-			for i := range 8 {
-				k := fmt.Sprintf("before%d", i)
-				require.NoError(t, db.Set(ctx, k, big))
-				require.NoError(t, grant(db, fmt.Sprintf("L%d", i%3)))
-				written[k] = big
-			}
-
-			filler := fillStore(t, store)
-			var failed error
-			for i := 0; i < 4000 && failed == nil; i++ {
-				k := fmt.Sprintf("after%d", i)
-				if failed = db.Set(ctx, k, big); failed == nil {
-					if failed = grant(db, fmt.Sprintf("L%d", i%3)); failed == nil {
-						written[k] = big
-					}
-				}
-			}
-			require.Error(t, failed, "the thin disk never failed a write")
-			t.Logf("%s: the first failure: %v", fsType, failed)
-			require.ErrorIs(t, failed, state.ErrIO)
-			_, err = db.Get(ctx, "before0")
-			require.ErrorIs(t, err, state.ErrIO, "the handle has ended")
+			load := newThinLoad(t)
+			filler := load.untilFailure(db, store, fsType)
 			_ = db.Close()
 
 			require.NoError(t, os.Remove(filler), "room back")
 			db, err = state.Open(path)
 			require.NoError(t, err, "the file opens once room is back")
-			requireSound(t, db, written, "after the failed sync")
-			require.NoError(t, db.Set(ctx, "reopened", "yes"))
-			written["reopened"] = "yes"
-			for _, name := range slices.Sorted(maps.Keys(tokens)) {
-				require.NoError(t, grant(db, name), "a grant after the failure")
-			}
+			requireSound(t, db, load.written, "after the failed sync")
+			require.NoError(t, load.setAndGrant(db, "reopened", "L0"))
+			load.grantEach(db, "after the failure")
 
 			require.NoError(t, shutdownExt4(dir), "power cut")
 			_ = db.Close()
@@ -172,12 +201,42 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 			db, err = state.Open(path)
 			require.NoError(t, err, "the file opens after the power cut")
 			defer db.Close()
-			requireSound(t, db, written, "after the power cut")
-			for _, name := range slices.Sorted(maps.Keys(tokens)) {
-				require.NoError(t, grant(db, name), "a grant after the power cut")
-			}
+			requireSound(t, db, load.written, "after the power cut")
+			load.grantEach(db, "after the power cut")
 		})
 	}
+}
+
+// TestKernelPowerCutOnAFullThinDisk: on xfs, a power cut while the thin
+// disk is still failing writes, right after a sync failed, loses nothing
+// acknowledged: the file opens sound once room is back and the disk is
+// mounted again, with every acknowledged write, and grants no token twice.
+// On ext4 (Linux 6.18) the same run loses writes a sync had acknowledged
+// after the disk filled, in the kernel: it logs "failed to convert
+// unwritten extents to written extents -- potential data loss!" for the
+// WAL, whose blocks a write-back that failed beside them left unwritten.
+// No repair can run before the cut, so ext4 is left out here, and
+// CORRECTNESS.md says what is not promised.
+func TestKernelPowerCutOnAFullThinDisk(t *testing.T) {
+	dir, dev, store := mountThin(t, "xfs")
+	if err := shutdownCheck(t, dir); err != nil {
+		t.Skipf("this kernel cannot shut xfs down: %v", err)
+	}
+	path := filepath.Join(dir, "app.state")
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	load := newThinLoad(t)
+	filler := load.untilFailure(db, store, "xfs")
+
+	require.NoError(t, shutdownExt4(dir), "power cut on the full disk")
+	_ = db.Close()
+	require.NoError(t, os.Remove(filler), "room back")
+	require.NoError(t, remountLoop(dir, dev))
+	db, err = state.Open(path)
+	require.NoError(t, err, "the file opens after the power cut")
+	defer db.Close()
+	requireSound(t, db, load.written, "after the power cut on the full disk")
+	load.grantEach(db, "after the power cut")
 }
 
 // requireSound requires db's file to check clean and to hold every key of
