@@ -211,12 +211,12 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 // disk is still failing writes, right after a sync failed, loses nothing
 // acknowledged: the file opens sound once room is back and the disk is
 // mounted again, with every acknowledged write, and grants no token twice.
-// On ext4 (Linux 6.18) the same run loses writes a sync had acknowledged
-// after the disk filled, in the kernel: it logs "failed to convert
-// unwritten extents to written extents -- potential data loss!" for the
-// WAL, whose blocks a write-back that failed beside them left unwritten.
-// No repair can run before the cut, so ext4 is left out here, and
-// CORRECTNESS.md says what is not promised.
+// On ext4 (Linux 6.18) the same run loses writes an fdatasync had
+// acknowledged after the disk filled: the WAL after the cut ends before
+// their frames, and the kernel logs "failed to convert unwritten extents
+// to written extents -- potential data loss!" for it when the next
+// write-back fails. No repair can run before the cut, so ext4 is left out
+// here, and CORRECTNESS.md says what is not promised.
 func TestKernelPowerCutOnAFullThinDisk(t *testing.T) {
 	dir, dev, store := mountThin(t, "xfs")
 	if err := shutdownCheck(t, dir); err != nil {
