@@ -95,6 +95,7 @@ type thinLoad struct {
 	tokens  map[string]int64  // each lease's highest acknowledged token
 	written map[string]string // acknowledged sets, made durable by the grant after them
 	owners  int
+	full    bool // the handle is on SyncFull: a set acknowledged is durable by itself
 }
 
 func newThinLoad(t *testing.T) *thinLoad {
@@ -125,11 +126,15 @@ func (l *thinLoad) grant(db *state.DB, name string) error {
 }
 
 // setAndGrant sets key to a 32 KiB value and grants a lease after it,
-// counting the set as acknowledged once both were.
+// counting the set as durable once both were acknowledged, or once it was
+// on SyncFull.
 func (l *thinLoad) setAndGrant(db *state.DB, key, lease string) error {
 	v := strings.Repeat("v", 32<<10)
 	if err := db.Set(l.t.Context(), key, v); err != nil {
 		return err
+	}
+	if l.full {
+		l.written[key] = v
 	}
 	if err := l.grant(db, lease); err != nil {
 		return err
@@ -175,7 +180,8 @@ func (l *thinLoad) grantEach(db *state.DB, when string) {
 // without flushing its log) loses nothing acknowledged since: no fencing
 // token is granted twice, though the failed sync's pages, which the kernel
 // keeps readable but will not write, were read back by the Open after it.
-// Three such rounds run one after another on one file.
+// Three such rounds run one after another on one file, the second on
+// SyncFull, where every acknowledged set must survive.
 func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 	for _, fsType := range []string{"ext4", "xfs"} {
 		t.Run(fsType, func(t *testing.T) {
@@ -186,13 +192,17 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 			path := filepath.Join(dir, "app.state")
 			load := newThinLoad(t)
 			for round := range thinRounds {
-				db, err := state.Open(path)
+				var opts []state.Option
+				if load.full = round%2 == 1; load.full {
+					opts = append(opts, state.WithSync(state.SyncFull))
+				}
+				db, err := state.Open(path, opts...)
 				require.NoError(t, err, "round %d", round)
 				filler := load.untilFailure(db, store, fsType, round)
 				_ = db.Close()
 
 				require.NoError(t, os.Remove(filler), "room back")
-				db, err = state.Open(path)
+				db, err = state.Open(path, opts...)
 				require.NoError(t, err, "round %d: the file opens once room is back", round)
 				requireSound(t, db, load.written, fmt.Sprintf("round %d, after the failed sync", round))
 				require.NoError(t, load.setAndGrant(db, fmt.Sprintf("r%d-reopened", round), "L0"))
