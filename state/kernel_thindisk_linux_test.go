@@ -174,7 +174,9 @@ func (l *thinLoad) grantEach(db *state.DB, when string) {
 
 // TestKernelFailedSyncOnAThinDisk: on ext4 and on xfs, a sync that the
 // real kernel fails (the thin disk above runs out of room) ends the handle
-// with ErrIO, and every later call says so; once room is back, the file
+// with ErrIO, and every later call says so; an Open while the disk is
+// still full loses nothing, whether it opens or fails with ErrIO; once
+// room is back, the file
 // opens sound with everything acknowledged before the failure, grants and
 // writes go on, and a power cut after that (the file system shut down
 // without flushing its log) loses nothing acknowledged since: no fencing
@@ -200,6 +202,19 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 				require.NoError(t, err, "round %d", round)
 				filler := load.untilFailure(db, store, fsType, round)
 				_ = db.Close()
+				// A process that opens the file while the disk is still
+				// full (a service restarting) opens it only if its repair
+				// needs no new room; else its Open fails with ErrIO. Either
+				// way every acknowledged write stays for the next Open.
+				early, err := state.Open(path, opts...)
+				if err == nil {
+					requireSound(t, early, load.written, fmt.Sprintf("round %d, opened on the full disk", round))
+					_ = early.Close()
+				}
+				if err != nil {
+					require.ErrorIs(t, err, state.ErrIO, "round %d: an Open on the full disk", round)
+				}
+				t.Logf("%s: an Open on the full disk: %v", fsType, err)
 
 				require.NoError(t, os.Remove(filler), "room back")
 				db, err = state.Open(path, opts...)

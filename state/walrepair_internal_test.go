@@ -29,7 +29,7 @@ func TestRewriteFileFindsTheWALBehindASymlink(t *testing.T) {
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	require.NoError(t, os.Chtimes(real+walSuffix, old, old))
 
-	require.NoError(t, rewriteFile(nil, link+walSuffix))
+	require.NoError(t, rewriteFile(nil, link+walSuffix, true))
 
 	st, err := os.Stat(real + walSuffix)
 	require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestRewriteFileFindsTheWALBehindASymlink(t *testing.T) {
 
 	// A missing WAL is left missing.
 	require.NoError(t, os.Remove(real+walSuffix))
-	require.NoError(t, rewriteFile(nil, link+walSuffix))
+	require.NoError(t, rewriteFile(nil, link+walSuffix, true))
 	_, err = os.Stat(real + walSuffix)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }

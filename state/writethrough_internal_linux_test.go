@@ -61,7 +61,7 @@ func TestRewriteFileWritesPastTheCache(t *testing.T) {
 	if !unwritten(f) {
 		t.Skip("this file system keeps no extent map, or wrote the pages back already")
 	}
-	require.NoError(t, rewriteFile(nil, name))
+	require.NoError(t, rewriteFile(nil, name, true))
 	require.False(t, unwritten(f), "the rewrite marked every block written")
 	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
 	got, err := os.ReadFile(name)
