@@ -440,6 +440,11 @@ func (c *pastCache) restore(f rewritable, err error) error {
 	return err
 }
 
+// directAlign is the alignment a write past the page cache (O_DIRECT)
+// needs of its offset, length and buffer: a multiple of every logical
+// block size in use (512 and 4096 bytes).
+const directAlign = 4096
+
 // osFile returns the operating system's file behind f, or nil when f is
 // a vfs.FS's.
 func osFile(f rewritable) *os.File {

@@ -22,11 +22,6 @@ import (
 // disk on every call, so the repair takes that way only for a file whose
 // extent map marks some block unwritten (unwritten).
 
-// directAlign is the alignment O_DIRECT needs of a write's offset, length
-// and buffer: a multiple of every logical block size in use (512 and 4096
-// bytes).
-const directAlign = 4096
-
 // writeThrough writes p at off in f, bypassing the page cache, and reports
 // whether it could: false, having written nothing, when off or len(p) is
 // not a multiple of directAlign or the file system refuses O_DIRECT. It
