@@ -414,9 +414,12 @@ func (c *pastCache) write(f rewritable, p []byte, off int64, last bool) error {
 	return nil
 }
 
-// sync syncs f, restoring what it holds when the sync fails.
+// sync syncs f, restoring what it holds, when on, if the sync fails.
 func (c *pastCache) sync(f rewritable) error {
 	if err := f.Sync(); err != nil {
+		if !c.on {
+			return &syncFailure{err}
+		}
 		return c.restore(f, &syncFailure{err})
 	}
 	c.parts, c.bytes = c.parts[:0], 0
