@@ -205,7 +205,16 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 				// A process that opens the file while the disk is still
 				// full (a service restarting) opens it only if its repair
 				// needs no new room; else its Open fails with ErrIO. Either
-				// way every acknowledged write stays for the next Open.
+				// way every acknowledged write stays for the next Open. In
+				// the last round a few MiB came back first, as when a
+				// little room is freed: there the Open has opened in every
+				// run so far, and its handle is checked and closed on the
+				// nearly full disk.
+				if round == thinRounds-1 {
+					fi, err := os.Stat(filler)
+					require.NoError(t, err)
+					require.NoError(t, os.Truncate(filler, max(fi.Size()-4<<20, 0)))
+				}
 				early, err := state.Open(path, opts...)
 				if err == nil {
 					requireSound(t, early, load.written, fmt.Sprintf("round %d, opened on the full disk", round))
