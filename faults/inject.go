@@ -41,13 +41,14 @@ func (op Op) String() string {
 
 // plan is the faults armed on a MemFS.
 type plan struct {
-	cutIn    int64 // mutating calls until the power cut, the cut at 1; 0: none
-	cutMode  LossMode
-	failIn   [opCount]int64 // calls of op until one fails, it at 1; 0: none
-	failRate [opCount]float64
-	budget   int64 // bytes writes may still add; < 0: unlimited
-	syncNoop bool
-	dropSync bool // a failed sync drops its pages: SetDropFailedSyncs
+	cutIn         int64 // mutating calls until the power cut, the cut at 1; 0: none
+	cutMode       LossMode
+	failIn        [opCount]int64 // calls of op until one fails, it at 1; 0: none
+	failRate      [opCount]float64
+	budget        int64 // bytes writes may still add; < 0: unlimited
+	syncNoop      bool
+	dropSync      bool // a failed sync drops its pages: SetDropFailedSyncs
+	keepUnwritten bool // a failed sync leaves the blocks it allocated unwritten: SetKeepUnwritten
 }
 
 // PowerLossAt arms a power cut during the nth mutating call (a write, sync
@@ -115,6 +116,19 @@ func (m *MemFS) SetDropFailedSyncs(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.plan.dropSync = on
+}
+
+// SetKeepUnwritten makes a failed Sync leave the blocks it had to
+// allocate (those its writes reached past the blocks the durable file had)
+// marked unwritten, as ext4 does on Linux 6.18 (measured: state's
+// TestKernelFailedSyncOnAThinDisk): later writes there, and syncs that
+// succeed, leave them so, and after a power loss they read as zeros, until
+// a write past the page cache (WriteThrough) or a truncate below them.
+// Unwritten reports whether a file has any.
+func (m *MemFS) SetKeepUnwritten(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.keepUnwritten = on
 }
 
 // SetOnDroppedSync has fn called, with the pid of the process whose Sync

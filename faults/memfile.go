@@ -17,6 +17,62 @@ type inode struct {
 	// write-back is reported once to every file open on the inode, at its
 	// next Sync, not only to the one that saw it first.
 	errSeq uint64
+	// unwritten are the byte ranges, whole blocks, that a failed sync left
+	// marked unwritten (SetKeepUnwritten): they read as zeros from the disk
+	// whatever is written there later, until a write past the page cache
+	// (WriteThrough) or a truncate below them.
+	unwritten []span
+}
+
+// span is the bytes [off, end) of a file.
+type span struct{ off, end int64 }
+
+// unwrittenBlock is the size of the blocks SetKeepUnwritten marks.
+const unwrittenBlock = 4096
+
+// markUnwritten marks unwritten the blocks that the pending writes reach
+// past the blocks the durable file had: blocks a failed write-back had to
+// allocate. Blocks the file had keep their state (an overwrite that fails
+// leaves the old bytes on the disk).
+func (ino *inode) markUnwritten() {
+	had := (int64(len(ino.durable)) + unwrittenBlock - 1) / unwrittenBlock * unwrittenBlock
+	for _, mu := range ino.pending {
+		if mu.truncate || len(mu.data) == 0 {
+			continue
+		}
+		start := max(mu.off/unwrittenBlock*unwrittenBlock, had)
+		end := (mu.off + int64(len(mu.data)) + unwrittenBlock - 1) / unwrittenBlock * unwrittenBlock
+		if start < end {
+			ino.unwritten = append(ino.unwritten, span{start, end})
+		}
+	}
+}
+
+// written marks the blocks [off, end) reaches as written.
+func (ino *inode) written(off, end int64) {
+	off = off / unwrittenBlock * unwrittenBlock
+	end = (end + unwrittenBlock - 1) / unwrittenBlock * unwrittenBlock
+	kept := ino.unwritten[:0]
+	for _, s := range ino.unwritten {
+		if s.off < off {
+			kept = append(kept, span{s.off, min(s.end, off)})
+		}
+		if s.end > end {
+			kept = append(kept, span{max(s.off, end), s.end})
+		}
+	}
+	ino.unwritten = kept
+}
+
+// maskUnwritten returns buf with its unwritten bytes zeroed: what the disk
+// holds there.
+func (ino *inode) maskUnwritten(buf []byte) []byte {
+	for _, s := range ino.unwritten {
+		for i := s.off; i < s.end && i < int64(len(buf)); i++ {
+			buf[i] = 0
+		}
+	}
+	return buf
 }
 
 // mutation is a write (data at off) or, when truncate is set, a truncate to
@@ -34,17 +90,28 @@ func (ino *inode) write(p []byte, off int64) {
 	ino.pending = append(ino.pending, mutation{off: off, data: append([]byte(nil), p...)})
 }
 
-// truncate applies a truncate to the page cache and remembers it.
+// truncate applies a truncate to the page cache and remembers it: whole
+// blocks it cuts away are unwritten no more.
 func (ino *inode) truncate(size int64) {
 	ino.data = resize(ino.data, size)
 	ino.pending = append(ino.pending, mutation{truncate: true, size: size})
+	limit := (size + unwrittenBlock - 1) / unwrittenBlock * unwrittenBlock
+	kept := ino.unwritten[:0]
+	for _, s := range ino.unwritten {
+		if s.off < limit {
+			kept = append(kept, span{s.off, min(s.end, limit)})
+		}
+	}
+	ino.unwritten = kept
 }
 
-// sync makes every pending mutation durable.
+// sync makes every pending mutation durable, but for what lands on
+// unwritten blocks.
 func (ino *inode) sync() {
 	for _, mu := range ino.pending {
 		ino.durable = mu.applyTo(ino.durable)
 	}
+	ino.durable = ino.maskUnwritten(ino.durable)
 	ino.pending = nil
 }
 
@@ -193,6 +260,52 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// WriteThrough writes p at off past the page cache, as O_DIRECT does: the
+// blocks it reaches are marked written (SetKeepUnwritten), and the bytes
+// are durable after the next Sync, as a write's. It fails as WriteAt does,
+// but writes nothing when it fails.
+func (f *memFile) WriteThrough(p []byte, off int64) error {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := f.usable("write"); err != nil {
+		return err
+	}
+	if f.readOnly {
+		return fmt.Errorf("write %q: %w", f.name, ErrReadOnly)
+	}
+	if off < 0 {
+		return fmt.Errorf("write %q at %d: negative offset", f.name, off)
+	}
+	m.stats.Writes++
+	m.writesBy[f.view.pid]++
+	if m.cutDue() {
+		f.ino.write(p, off)
+		return fmt.Errorf("write %q: %w", f.name, m.cut())
+	}
+	if err := m.injected(OpWrite); err != nil {
+		return fmt.Errorf("write %q: %w", f.name, err)
+	}
+	if m.plan.budget >= 0 && int64(len(p)) > m.plan.budget {
+		m.stats.NoSpaceErrors++ // all or nothing, as a write past the cache is
+		return fmt.Errorf("write %q past the cache: write budget spent: %w", f.name, vfs.ErrNoSpace)
+	}
+	_, _ = m.spend(off, int64(len(p)))
+	f.ino.write(p, off)
+	f.ino.written(off, off+int64(len(p)))
+	m.stats.BytesWritten += int64(len(p))
+	return nil
+}
+
+// Unwritten reports whether any block of the file is marked unwritten
+// (SetKeepUnwritten).
+func (f *memFile) Unwritten() bool {
+	m := f.view.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(f.ino.unwritten) > 0
+}
+
 // Truncate sets the file's size in the page cache: durable only after Sync.
 // Errors are as for WriteAt, without the budget.
 func (f *memFile) Truncate(size int64) error {
@@ -244,6 +357,9 @@ func (f *memFile) Sync() error {
 	}
 	if err := m.injected(OpSync); err != nil {
 		dropped := len(f.ino.pending) > 0
+		if m.plan.keepUnwritten {
+			f.ino.markUnwritten()
+		}
 		f.ino.pending = nil // lost for good: in the cache, never on disk
 		if m.plan.dropSync {
 			f.ino.dropUnsynced()

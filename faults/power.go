@@ -118,6 +118,7 @@ func (m *MemFS) settle(ino *inode, mode LossMode) {
 		}
 	}
 	ino.pending = nil
+	ino.durable = ino.maskUnwritten(ino.durable)
 	ino.data = append([]byte(nil), ino.durable...)
 }
 

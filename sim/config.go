@@ -92,6 +92,11 @@ type Config struct {
 	// that fails, as XFS was reported to, rather than keep them readable, as ext4
 	// does (faults.MemFS.SetDropFailedSyncs).
 	DropFailedSyncs bool
+	// KeepUnwritten makes a failed sync leave the blocks it had to allocate
+	// unwritten, as ext4 does on Linux 6.18: later writes there are lost at
+	// a power loss unless written past the page cache
+	// (faults.MemFS.SetKeepUnwritten).
+	KeepUnwritten bool
 	// Bugs are the planted bugs compiled into the engine for this run.
 	Bugs bugs.Set
 	// CheckTimeout bounds the linearizability search per partition; a partition
@@ -157,7 +162,7 @@ func (r *Rates) list() []rate {
 }
 
 // Flags defines c's settings as flags of fs, with c's values as defaults:
-// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -dropfailedsyncs, -bug, -timeout,
+// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -dropfailedsyncs, -keepunwritten, -bug, -timeout,
 // -nofaults and one flag per fault rate. Call Flags on a Config, parse, then call Finish.
 func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	st := &FlagState{c: c}
@@ -168,6 +173,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.IntVar(&c.Keys, "keys", c.Keys, fmt.Sprintf("keys the clients share; 0: each seed draws 3..5 (else %d..%d)", MinKeys, MaxKeys))
 	fs.DurationVar(&c.CheckTimeout, "timeout", c.CheckTimeout, "the linearizability search's time limit per partition (0: none)")
 	fs.BoolVar(&c.SyncFull, "syncfull", c.SyncFull, "open every process with state.WithSync(state.SyncFull): every acknowledged write must survive a power loss")
+	fs.BoolVar(&c.KeepUnwritten, "keepunwritten", c.KeepUnwritten, "a failed sync leaves the blocks it had to allocate unwritten, as ext4 does on Linux 6.18: what is written there later is lost at a power loss unless written past the page cache")
 	fs.BoolVar(&c.DropFailedSyncs, "dropfailedsyncs", c.DropFailedSyncs, "a failed sync drops its writes from the simulated disk's page cache, as reported of XFS (default: they stay readable, as on ext4; Linux 6.18 kept them on XFS too)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
@@ -249,6 +255,9 @@ func (c Config) Args() []string {
 	}
 	if c.SyncFull {
 		args = append(args, "-syncfull")
+	}
+	if c.KeepUnwritten {
+		args = append(args, "-keepunwritten")
 	}
 	if c.DropFailedSyncs {
 		args = append(args, "-dropfailedsyncs")

@@ -123,6 +123,7 @@ func newWorld(cfg Config) *world {
 		recipes: newRecipeState(cfg.Seed),
 	}
 	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
+	w.m.SetKeepUnwritten(cfg.KeepUnwritten)
 	if cfg.DropFailedSyncs {
 		w.m.SetOnDroppedSync(w.droppedSync)
 	}

@@ -215,14 +215,6 @@ func classifyCause(err error) error {
 	if errors.As(err, new(*roomError)) {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err) // noroom.go
 	}
-	if sqliteExtendedCode(err) == sqliteConstraintCommitHook {
-		return &causeError{ // indexwatch.go
-			msg: fmt.Sprintf("%v: a commit was refused and nothing was written: another handle found that the file system "+
-				"took back writes after a sync failed, and marked the shared index for rebuilding while this transaction "+
-				"ran, so what it read may be gone; reopen the file", ErrIO),
-			errs: []error{ErrIO, err},
-		}
-	}
 	switch sqliteCode(err) {
 	case sqliteBusy, sqliteLocked, sqliteProtocol:
 		return fmt.Errorf("%w: %w", ErrBusy, err)

@@ -367,7 +367,7 @@ func (db *DB) open(dsn string) error {
 			return cannotOpen(db.path, err)
 		}
 		db.syncedPages = -2 // the first commit's sync is owed whatever it wrote
-		if err := db.repairWAL(ctx, conn, true); err != nil {
+		if err := db.repairWAL(ctx, conn); err != nil {
 			// Closing must not checkpoint what the repair left as it was
 			// (releaseHandle).
 			db.holdWAL(ctx)

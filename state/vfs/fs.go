@@ -62,6 +62,21 @@ type File interface {
 	Close() error
 }
 
+// PastCache is what a File may offer besides, for the repair after a
+// failed sync (state/walrepair.go): a write past the page cache, and
+// whether any of its blocks is marked unwritten. On ext4 a range whose
+// write-back failed keeps its blocks marked unwritten through later writes
+// and syncs, and only a write past the cache (O_DIRECT) marks them written;
+// faults.MemFS models that (SetKeepUnwritten). The engine's native files
+// do it themselves; a File without it is written through the cache.
+type PastCache interface {
+	// WriteThrough writes p at off past the page cache: all of it, or
+	// nothing and an error.
+	WriteThrough(p []byte, off int64) error
+	// Unwritten reports whether any block of the file is marked unwritten.
+	Unwritten() bool
+}
+
 // OpenFlag tells FS.Open how to open a file and which kind of file SQLite
 // wants. Its values are SQLite's own SQLITE_OPEN_* bits.
 type OpenFlag uint32
