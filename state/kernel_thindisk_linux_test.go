@@ -70,6 +70,18 @@ func mountThin(t *testing.T, fsType string) (dir, dev, store string) {
 	return dir, filepath.Base(loop), store
 }
 
+// openOnThin opens path and has the test close the handle when it ends,
+// before the disk under it is unmounted, however the test ends: a handle
+// left open kept the file system, and so the loop device, busy past the
+// test.
+func openOnThin(t *testing.T, path string, opts ...state.Option) (*state.DB, error) {
+	db, err := state.Open(path, opts...)
+	if err == nil {
+		t.Cleanup(func() { _ = db.Close() })
+	}
+	return db, err
+}
+
 // fillStore fills the tmpfs under a thin disk and returns the filler's
 // path: from then on writes to parts of the image not written before fail.
 func fillStore(t *testing.T, store string) string {
@@ -198,7 +210,7 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 				if load.full = round%2 == 1; load.full {
 					opts = append(opts, state.WithSync(state.SyncFull))
 				}
-				db, err := state.Open(path, opts...)
+				db, err := openOnThin(t, path, opts...)
 				require.NoError(t, err, "round %d", round)
 				filler := load.untilFailure(db, store, fsType, round)
 				_ = db.Close()
@@ -215,7 +227,7 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 					require.NoError(t, err)
 					require.NoError(t, os.Truncate(filler, max(fi.Size()-4<<20, 0)))
 				}
-				early, err := state.Open(path, opts...)
+				early, err := openOnThin(t, path, opts...)
 				if err == nil {
 					requireSound(t, early, load.written, fmt.Sprintf("round %d, opened on the full disk", round))
 					_ = early.Close()
@@ -226,7 +238,7 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 				t.Logf("%s: an Open on the full disk: %v", fsType, err)
 
 				require.NoError(t, os.Remove(filler), "room back")
-				db, err = state.Open(path, opts...)
+				db, err = openOnThin(t, path, opts...)
 				require.NoError(t, err, "round %d: the file opens once room is back", round)
 				requireSound(t, db, load.written, fmt.Sprintf("round %d, after the failed sync", round))
 				require.NoError(t, load.setAndGrant(db, fmt.Sprintf("r%d-reopened", round), "L0"))
@@ -235,7 +247,7 @@ func TestKernelFailedSyncOnAThinDisk(t *testing.T) {
 				require.NoError(t, shutdownExt4(dir), "power cut")
 				_ = db.Close()
 				require.NoError(t, remountLoop(dir, dev))
-				db, err = state.Open(path)
+				db, err = openOnThin(t, path)
 				require.NoError(t, err, "round %d: the file opens after the power cut", round)
 				requireSound(t, db, load.written, fmt.Sprintf("round %d, after the power cut", round))
 				load.grantEach(db, "after the power cut")
@@ -261,7 +273,7 @@ func TestKernelPowerCutOnAFullThinDisk(t *testing.T) {
 		t.Skipf("this kernel cannot shut xfs down: %v", err)
 	}
 	path := filepath.Join(dir, "app.state")
-	db, err := state.Open(path)
+	db, err := openOnThin(t, path)
 	require.NoError(t, err)
 	load := newThinLoad(t)
 	filler := load.untilFailure(db, store, "xfs", 0)
@@ -270,7 +282,7 @@ func TestKernelPowerCutOnAFullThinDisk(t *testing.T) {
 	_ = db.Close()
 	require.NoError(t, os.Remove(filler), "room back")
 	require.NoError(t, remountLoop(dir, dev))
-	db, err = state.Open(path)
+	db, err = openOnThin(t, path)
 	require.NoError(t, err, "the file opens after the power cut")
 	defer db.Close()
 	requireSound(t, db, load.written, "after the power cut on the full disk")
