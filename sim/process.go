@@ -170,6 +170,7 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 		},
 		CheckpointEvery:  w.checkpointEvery,
 		InlineSweepEvery: w.inlineSweepEvery,
+		LossFound:        func(what string) { w.lossFound(p, what) },
 	}
 	opts := []state.Option{state.WithFS(fs), state.WithClock(clock),
 		hooks.Option(e).(state.Option)}
@@ -177,6 +178,21 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 		opts = append(opts, state.WithSync(state.SyncFull))
 	}
 	return opts
+}
+
+// lossFound is told that p's engine, looking after a failed sync, found
+// writes the disk took back (in the WAL or in the database file). Only a
+// disk that drops a failed sync's writes (-dropfailedsyncs) takes any back
+// while the power stays on: on any other such a finding is wrong, and it
+// makes every connection of every process rebuild the shared index.
+func (w *world) lossFound(p *process, what string) {
+	if w.tearing {
+		return // the power is going: a read may see what it took back
+	}
+	w.logf("p%d found writes a failed sync took back: %s", p.pid, what)
+	if !w.cfg.DropFailedSyncs {
+		w.violate(CheckEngineError, "p%d found writes a failed sync took back (%s), but the disk keeps a failed sync's writes readable", p.pid, what)
+	}
 }
 
 // open is the task that opens p's file, checks it after a recovery, and

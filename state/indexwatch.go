@@ -28,11 +28,11 @@ import (
 // and it has read back what was lost).
 //
 // A commit hook that refused every commit made while the index was marked
-// was tried and taken out: a handle whose sync failed on a file system that
-// lost nothing once found a page of the file that matched none of the
-// frames it checked and marked the index, and another process's healthy
-// verb then failed with ErrIO (statesim -seed 9774242 -goroutines 8
-// -syncerror 0.03, with it).
+// was tried and taken out: it made another process's healthy verb fail
+// with ErrIO after a wrong loss finding (statesim -seed 9774242
+// -goroutines 8 -syncerror 0.03, with it), and once the finding was fixed
+// (lostWrites leaves pages with a frame past the backfill mark) it no
+// longer changed what the simulator finds (CORRECTNESS.md).
 
 // shmChangeOffset is the offset of the index header's change counter
 // (iChange, 32 bits in the machine's byte order), which is followed by

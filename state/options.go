@@ -62,6 +62,7 @@ type config struct {
 	inlineSweepEvery int                 // writes between inline sweep batches
 	sqliteBusy       bool                // wait for another process's lock on SQLite's schedule (busy.go)
 	keepIndex        bool                // never mark the shared index for rebuilding (indexforget.go)
+	lossFound        func(string)        // nil: none (indexforget.go)
 }
 
 func defaultConfig() config {
@@ -89,6 +90,7 @@ func init() {
 			}
 			cfg.sqliteBusy = e.SQLiteBusySchedule
 			cfg.keepIndex = e.KeepIndexAfterFailedSync
+			cfg.lossFound = e.LossFound
 		})
 	}
 }

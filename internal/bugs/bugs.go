@@ -77,6 +77,13 @@ const (
 	// engine's sync of the WAL after them: a power loss then takes back
 	// writes their callers were told are durable.
 	SyncFullUnsynced
+	// LossCheckEveryPage makes the check for writes a failed sync took
+	// back compare every page a checkpoint copied into the database file
+	// with its last frame under the backfill mark, pages with a later
+	// frame too: a checkpoint that a reader's snapshot stopped short leaves
+	// those older in the file, so the check finds a loss on a file system
+	// that lost nothing and has every connection rebuild the shared index.
+	LossCheckEveryPage
 	lastBug
 )
 
@@ -100,6 +107,7 @@ var names = map[Bug]string{
 	LimiterTwoSteps:           "limiter-two-steps",
 	CacheWritesAfterLost:      "cache-writes-after-lost",
 	SyncFullUnsynced:          "sync-full-unsynced",
+	LossCheckEveryPage:        "loss-check-every-page",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

@@ -48,6 +48,14 @@ type Engine struct {
 	// marked: a file system that dropped the pages when its write-back
 	// failed, before any sync reported it.
 	KeepIndexAfterFailedSync bool
+	// LossFound, when not nil, is told each time the handle, looking
+	// after a failed sync, finds writes the file system took back: what
+	// says where ("wal": a frame the shared index counts breaks the WAL's
+	// checksum chain or is missing; "file": a page a checkpoint copied
+	// into the database file reads back otherwise). A file it could not
+	// read is not a finding and is not told. On a file system that keeps a
+	// failed sync's writes readable it must never be called.
+	LossFound func(what string)
 }
 
 // Option turns an Engine into a state.Option (returned as any: this
