@@ -163,20 +163,54 @@ const (
 // than the index at region says they hold: a frame the index counts that
 // breaks the WAL's checksum chain, or a page of the database file that
 // differs from its last frame the backfill mark says was copied into it
-// (of the pages with no frame past the mark).
-// On a file system that keeps a failed sync's writes readable both read
-// back whole, and the index is left as it is. A header a writer is
-// changing, or a file that cannot be read, is taken as a loss: marking the
-// index costs one rebuild.
+// (of the pages with no frame past the mark). On a file system that keeps
+// a failed sync's writes readable both read back whole, and the index is
+// left as it is. The check runs without the write lock, so another
+// process may commit, start the WAL over or checkpoint while it reads:
+// when it finds a loss it reads the index header and the mark again, and
+// when either moved on it looks again, up to three times, as
+// holeBeforeOpen does. A header a writer is changing, a file that cannot
+// be read, or an index that never holds still is taken as a loss: marking
+// the index costs one rebuild.
 func (db *DB) lostWrites(region uintptr) bool {
+	for try := 0; ; try++ {
+		found, before := db.lostWritesOnce(region)
+		if found == "" {
+			return false
+		}
+		after, ok := indexHeaderAt(region)
+		settled := ok && before != nil && bytes.Equal(before, append(after, backfillAt(region)...))
+		if settled || try == 2 {
+			if found != "unreadable" {
+				db.foundLoss(found)
+			}
+			return true
+		}
+	}
+}
+
+// backfillAt returns the backfill mark of the index at region, as bytes.
+func backfillAt(region uintptr) []byte {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], *(*uint32)(unsafe.Add(cptr(region), shmBackfillOffset)))
+	return b[:]
+}
+
+// lostWritesOnce is one look of lostWrites: what it found ("wal", "file",
+// "unreadable" for a file it could not read or a header being changed, ""
+// for nothing) and the index header and backfill mark it looked with (nil
+// when it could not read them).
+func (db *DB) lostWritesOnce(region uintptr) (found string, looked []byte) {
 	hdr, ok := indexHeaderAt(region)
 	if !ok {
-		return true
+		return "unreadable", nil
 	}
 	if hdr[shmIsInitOffset] == 0 {
-		return false // marked already, or never built
+		return "", nil // marked already, or never built
 	}
-	backfill := *(*uint32)(unsafe.Add(cptr(region), shmBackfillOffset))
+	mark := backfillAt(region)
+	looked = append(slices.Clone(hdr), mark...)
+	backfill := binary.NativeEndian.Uint32(mark)
 	copied := map[uint32]uint32{} // page -> its last frame among those copied
 	past := map[uint32]bool{}     // pages with a frame past the mark
 	wal := db.path + walSuffix
@@ -187,11 +221,11 @@ func (db *DB) lostWrites(region uintptr) bool {
 			past[page] = true
 		}
 	})
-	if err != nil || brk != 0 {
-		if err == nil {
-			db.foundLoss("wal")
-		}
-		return true
+	if err != nil {
+		return "unreadable", looked
+	}
+	if brk != 0 {
+		return "wal", looked
 	}
 	// A checkpoint stopped short by a reader's snapshot copies no page whose
 	// last frame lies past where it stops, and still moves the mark there:
@@ -203,17 +237,20 @@ func (db *DB) lostWrites(region uintptr) bool {
 		}
 	}
 	if len(copied) == 0 {
-		return false
+		return "", looked
 	}
 	size := int(binary.NativeEndian.Uint16(hdr[shmPageSizeOffset:]))
 	if size == 1 {
 		size = 65536
 	}
 	differ, unreadable := db.pagesDiffer(wal, copied, size, binary.NativeEndian.Uint32(hdr[shmDBPagesOffset:]))
-	if differ && !unreadable {
-		db.foundLoss("file")
+	switch {
+	case unreadable:
+		return "unreadable", looked
+	case differ:
+		return "file", looked
 	}
-	return differ
+	return "", looked
 }
 
 // foundLoss tells the simulator's observer, if any, of a loss lostWrites

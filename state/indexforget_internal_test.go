@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -199,4 +200,80 @@ func TestLostWritesLeavesAPageWhoseLastFrameIsPastTheMark(t *testing.T) {
 	got, err := db.Get(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, "v2", string(got.Bytes()))
+}
+
+// readHookFS calls onRead before each read of a file it opened.
+type readHookFS struct {
+	vfs.FS
+	onRead func(name string, off int64)
+}
+
+func (h readHookFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
+	f, err := h.FS.Open(name, flags)
+	if err != nil {
+		return nil, err
+	}
+	return readHookFile{File: f, name: name, onRead: h.onRead}, nil
+}
+
+type readHookFile struct {
+	vfs.File
+	name   string
+	onRead func(name string, off int64)
+}
+
+func (f readHookFile) ReadAt(p []byte, off int64) (int, error) {
+	f.onRead(f.name, off)
+	return f.File.ReadAt(p, off)
+}
+
+// TestLostWritesLooksAgainWhenTheIndexMovedOn: the loss check runs
+// without the write lock (after a background checkpoint's failed sync,
+// say), so another process may commit while it reads. Here one starts the
+// WAL over (new salts) between the check's read of the index header and
+// its read of the WAL's: the WAL no longer matches the header the check
+// read, which on its own looks like a loss on a disk that lost nothing.
+// The check reads the header again after it looked, and when it moved on,
+// looks again.
+func TestLostWritesLooksAgainWhenTheIndexMovedOn(t *testing.T) {
+	ctx := t.Context()
+	m := faults.NewMemFS(1)
+	clock := faults.NewClock(time.UnixMilli(1_700_000_000_000))
+	const path = "/sim/moved.state"
+	open := func(pid int) *DB {
+		db, err := Open(path, WithFS(m.Process(pid)), WithClock(clock), WithoutBackground())
+		require.NoError(t, err)
+		return db
+	}
+	db, other := open(1), open(2)
+	defer other.Close()
+	defer db.Close()
+	for i := range 20 {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%02d", i), strings.Repeat("v", 300)))
+	}
+	db.lock()
+	defer db.unlock()
+	var busy, frames, copied int64
+	require.NoError(t, db.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "the whole WAL is in the file: the next commit starts it over")
+
+	restarted := false
+	plain := db.cfg.fs
+	db.cfg.fs = readHookFS{FS: plain, onRead: func(name string, off int64) {
+		if name == path+walSuffix && off == 0 && !restarted {
+			restarted = true
+			require.NoError(t, other.Set(ctx, "moved", "on"))
+		}
+	}}
+	defer func() { db.cfg.fs = plain }()
+	var found bool
+	require.NoError(t, db.conn.Raw(func(dc any) error {
+		v, region := indexRegion(dc)
+		require.NotNil(t, v, "the connection has the index mapped")
+		defer v.close()
+		found = db.lostWrites(region)
+		return nil
+	}))
+	require.True(t, restarted, "the other process committed while the check read")
+	assert.False(t, found, "a WAL started over while the check read is no loss")
 }
