@@ -277,7 +277,21 @@ func TestPowerLossHistories(t *testing.T) {
 }
 
 func TestUnknownHistories(t *testing.T) {
+	// A call in flight at a power loss cannot take effect after it; at a
+	// loss the processes survived (Op.Survived: a file system dropped a
+	// failed sync's writes) it can: here only after c2's set.
+	acrossLoss := func(loss Op) []Op {
+		return []Op{
+			full(do(0, 1, 2, t0, set("c", model.Int(10)), ok)),
+			unknown(1, 3, t0, incr("c")),
+			loss,
+			full(do(2, 6, 7, t0, set("c", model.Int(20)), ok)),
+			do(3, 10, 11, t0, get("c"), val(model.Int(21))),
+		}
+	}
 	runChecks(t, []checkCase{
+		{name: "unknown after a survived loss", verdict: Ok, history: acrossLoss(SurvivedLossAt(5))},
+		{name: "unknown not after a power loss", verdict: Illegal, partition: "k:c", mentions: "spec: 20", history: acrossLoss(PowerLossAt(5))},
 		{name: "unknown applied", verdict: Ok, history: []Op{
 			unknown(0, 1, t0, incr("c")),
 			do(1, 5, 6, t0, get("c"), val(model.Int(1))),
@@ -537,6 +551,16 @@ func TestMalformed(t *testing.T) {
 	assert.Contains(t, res.Err.Error(), "record it as unknown")
 	res = Check([]Op{do(0, 1, 5, t0, get("a"), notFound), PowerLossAt(5), do(0, 5, 6, t0, get("a"), notFound)}, 0)
 	require.NoError(t, res.Err, "touching the power loss is allowed")
+	res = Check([]Op{do(0, 1, 9, t0, get("a"), notFound), SurvivedLossAt(5)}, 0)
+	require.NoError(t, res.Err, "a known outcome across a loss the processes survived")
+	res = Check([]Op{{Input: get("a"), Output: notFound, Call: 1, Return: 2, Survived: true}}, 0)
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Err.Error(), "survived on an op that is not a power loss")
+	survived := SurvivedLossAt(5)
+	survived.Recovered = &Recovery{Keys: []string{"a"}}
+	res = Check([]Op{survived}, 0)
+	require.Error(t, res.Err)
+	assert.Contains(t, res.Err.Error(), "nothing recovered")
 }
 
 func TestDescriptionIsDeterministic(t *testing.T) {

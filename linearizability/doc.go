@@ -59,7 +59,11 @@
 // every other event, or the time the recorder saw its process dead (Op.Return
 // when greater than Op.Call), and never later than just before the first
 // PowerLoss after its call: nothing a process started runs after the power
-// went out. Keep unknown outcomes few and bounded: each doubles the states
+// went out. A PowerLoss the processes survived (Op.Survived: a file system
+// that dropped a failed sync's writes took back what was not durable, and
+// every process went on) rolls the state back as any PowerLoss does, but
+// ends no call: an Unknown op in flight at it may take effect after it, and
+// a known outcome may return after it. Keep unknown outcomes few and bounded: each doubles the states
 // to search while it is open. A read (Get, TTL, an Update that only reads or
 // aborts) whose answer was lost is left out: it changed nothing and is checked against nothing, so it fits
 // anywhere in its interval. So is a call the spec refuses in every state

@@ -135,6 +135,13 @@ type Op struct {
 	Unknown    bool         `json:"unknown,omitempty"`
 	NowLatest  int64        `json:"now_latest,omitempty"`
 	Durability Durability   `json:"durability,omitempty"`
+	// Survived, on a PowerLoss event only, says the processes lived
+	// through the loss: a file system that dropped a failed sync's writes
+	// took back what was not durable, as a power loss would, but nothing
+	// stopped. A call in flight at it may then take effect after it, as a
+	// call in flight at a real power loss may not: an Unknown op is open
+	// past a survived loss, until the first real one after its call.
+	Survived bool `json:"survived,omitempty"`
 	// Recovered, on a PowerLoss event only, is what the recorder read of
 	// the file once it recovered after the loss, before any later call:
 	// the check holds each partition it names to its row there, which must
@@ -164,6 +171,12 @@ func (r *Recovery) names(p partition) bool {
 // PowerLossAt returns the event of a power loss at time at.
 func PowerLossAt(at int64) Op { return Op{Event: PowerLoss, Call: at, Return: at} }
 
+// SurvivedLossAt returns the event of a loss the processes lived through
+// (Op.Survived) at time at.
+func SurvivedLossAt(at int64) Op {
+	return Op{Event: PowerLoss, Call: at, Return: at, Survived: true}
+}
+
 // DurableWithin returns the event of a FULL commit within [call, ret].
 func DurableWithin(call, ret int64) Op { return Op{Event: Durable, Call: call, Return: ret} }
 
@@ -172,6 +185,9 @@ func DurableWithin(call, ret int64) Op { return Op{Event: Durable, Call: call, R
 func (op Op) String() string {
 	switch op.Event {
 	case PowerLoss:
+		if op.Survived {
+			return fmt.Sprintf("power loss at %d, survived", op.Call)
+		}
 		return fmt.Sprintf("power loss at %d", op.Call)
 	case Durable:
 		return fmt.Sprintf("durable point within [%d,%d]", op.Call, op.Return)
@@ -192,15 +208,16 @@ func (op Op) String() string {
 }
 
 // Validate reports the first malformed op of history: an unknown event or
-// verb, a PowerLoss whose Return is not its Call, a known outcome that
-// returns before its call or after a PowerLoss it started before, or an Update whose sub-outputs do not fit its
+// verb, a PowerLoss whose Return is not its Call, Survived on another
+// event or with Recovered rows, a known outcome that returns before its call or after a PowerLoss
+// it started before (a survived one aside), or an Update whose sub-outputs do not fit its
 // sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
 // that failed otherwise, a sub-input refused as invalid included: only an
 // Update the spec refuses before running any, model.Refuses, answers none).
 func Validate(history []Op) error {
-	var powerLosses []int64
+	var powerLosses []int64 // the real ones: a call cannot run on past them
 	for _, op := range history {
-		if op.Event == PowerLoss {
+		if op.Event == PowerLoss && !op.Survived {
 			powerLosses = append(powerLosses, op.Call)
 		}
 	}
@@ -208,6 +225,12 @@ func Validate(history []Op) error {
 	for i, op := range history {
 		if op.Recovered != nil && op.Event != PowerLoss {
 			return fmt.Errorf("op %d (%s): recovered rows on an op that is not a power loss", i, op)
+		}
+		if op.Survived && op.Event != PowerLoss {
+			return fmt.Errorf("op %d (%s): survived on an op that is not a power loss", i, op)
+		}
+		if op.Survived && op.Recovered != nil {
+			return fmt.Errorf("op %d (%s): recovered rows on a power loss the processes survived: nothing recovered", i, op)
 		}
 		switch op.Event {
 		case PowerLoss, Durable:

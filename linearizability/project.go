@@ -29,6 +29,7 @@ func project(history []Op, skip map[int]bool) projection {
 	// Every partition any op touches, and the time bounds.
 	var maxTime int64
 	var powerLosses []int64
+	var hardLosses []int64             // the power losses no process survived
 	recovered := map[int64]*Recovery{} // by the power loss's time
 	clients := map[int]bool{}
 	for i, op := range history {
@@ -39,6 +40,9 @@ func project(history []Op, skip map[int]bool) projection {
 		switch op.Event {
 		case PowerLoss:
 			powerLosses = append(powerLosses, op.Call)
+			if !op.Survived {
+				hardLosses = append(hardLosses, op.Call)
+			}
 			if rec := op.Recovered; rec != nil {
 				recovered[op.Call] = rec
 				// A name no call touched is a partition too: its
@@ -65,6 +69,7 @@ func project(history []Op, skip map[int]bool) projection {
 	}
 	slices.Sort(pr.names)
 	slices.Sort(powerLosses)
+	slices.Sort(hardLosses)
 
 	// Porcupine's visualisation wants client ids 0..n-1; events get n.
 	ids := make([]int, 0, len(clients))
@@ -106,7 +111,7 @@ func project(history []Op, skip map[int]bool) projection {
 		if skip[i] {
 			continue
 		}
-		base := step{index: i, event: op.Event, client: op.Client, call: op.Call, ret: op.Return, fullOf: -1}
+		base := step{index: i, event: op.Event, client: op.Client, call: op.Call, ret: op.Return, fullOf: -1, survived: op.Survived}
 		base.era = eraOf(powerLosses, op)
 		if op.Event != Verb {
 			for _, name := range allNames {
@@ -119,10 +124,13 @@ func project(history []Op, skip map[int]bool) projection {
 			if op.Return > op.Call { // the process was seen dead by then
 				base.ret = op.Return
 			}
-			if j, _ := slices.BinarySearchFunc(powerLosses, op.Call, func(t, call int64) int {
+			// Open until the first power loss after the call that no
+			// process survived: a call in flight at a survived one may
+			// take effect after it.
+			if j, _ := slices.BinarySearchFunc(hardLosses, op.Call, func(t, call int64) int {
 				return cmp.Compare(t, call+1) // first power loss strictly after the call
-			}); j < len(powerLosses) {
-				base.ret = min(base.ret, powerLosses[j]-1)
+			}); j < len(hardLosses) {
+				base.ret = min(base.ret, hardLosses[j]-1)
 			}
 			base.unknown = true
 			base.nowLatest = op.NowLatest

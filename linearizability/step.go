@@ -19,6 +19,7 @@ type step struct {
 	full      bool         // committed with FULL (for unknown outcomes)
 	durable   bool         // a durable point when it matches
 	final     bool         // called after the last power loss: no loss can roll it back
+	survived  bool         // a PowerLoss the processes lived through (Op.Survived)
 	client    int
 	call, ret int64
 	fullOf    int // Durable events made from a FULL commit: its index, else -1
@@ -55,6 +56,9 @@ func (st *step) matches(out model.Output) bool {
 func (st *step) String() string {
 	switch st.event {
 	case PowerLoss:
+		if st.survived {
+			return fmt.Sprintf("#%d power loss at %d, survived", st.index, st.call)
+		}
 		return fmt.Sprintf("#%d power loss at %d", st.index, st.call)
 	case Durable:
 		if st.fullOf >= 0 {

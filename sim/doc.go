@@ -12,8 +12,8 @@
 // scheduler hands the turn to one and takes it back at every point where
 // interleaving matters: the handle's lock, the group-commit queue, the
 // background goroutines' waits (through internal/hooks and the clock's
-// state.Sleeper), and every file and lock call SQLite makes (the disk is a
-// vfs.Yielder). SQLite's busy waits sleep virtual time. A crash or power
+// state.Sleeper), and every file and lock call, SQLite's and the
+// engine's own beside it (the disk is a vfs.Yielder). SQLite's busy waits sleep virtual time. A crash or power
 // loss freezes a process's goroutines where they stand; what they had in
 // flight is of unknown outcome, unless it changed nothing: it was cut
 // before the engine claimed its time (under the engine's lock, before any

@@ -397,8 +397,10 @@ func (w *world) powerLoss(mode faults.LossMode) {
 // disk that drops a failed sync's writes (Config.DropFailedSyncs): to every
 // read of the file from then on, the commits since its last good sync are
 // gone, as a power loss takes them, though no process died. In the history
-// it is a power loss (the commits not yet durable may be lost, a prefix of
-// them kept), and the clock check forgets what it took back. The database
+// it is a power loss the processes survived (the commits not yet durable
+// may be lost, a prefix of them kept; a call in flight at it may take
+// effect after it, as a call of another process that commits once the
+// index is rebuilt does), and the clock check forgets what it took back. The database
 // file's dropped writes are checkpoints' copies of pages the WAL still
 // holds: no commit may be lost with them. Called inside the disk's Sync
 // (faults.MemFS.SetOnDroppedSync): it touches no disk.
@@ -407,7 +409,7 @@ func (w *world) droppedSync(pid int, name string) {
 		return
 	}
 	w.lastDrop = w.tick()
-	w.history = append(w.history, linearizability.PowerLossAt(w.lastDrop))
+	w.history = append(w.history, linearizability.SurvivedLossAt(w.lastDrop))
 	w.clock.powerLost()
 	w.needCheck = true
 	w.logf("p%d's failed sync dropped what was not durable, as a power loss would", pid)

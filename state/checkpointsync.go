@@ -42,7 +42,11 @@ func (s osSyncer) Close() error { return s.f.Close() }
 // path, as SQLite names its files.
 func openSyncer(fsys vfs.FS, path, suffix string, kind vfs.OpenFlag) (fileSyncer, error) {
 	if fsys != nil {
-		return fsys.Open(path+suffix, vfs.OpenReadOnly|kind)
+		f, err := fsys.Open(path+suffix, vfs.OpenReadOnly|kind)
+		if err != nil {
+			return nil, err
+		}
+		return yielding(fsys, f), nil
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {

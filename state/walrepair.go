@@ -267,17 +267,19 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 	for tries := int(db.cfg.busyTimeout/backfillPause) + 1; ; tries-- {
 		done := false
 		err := db.locked(ctx, conn, func() error {
-			pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
-			if err != nil || len(pages) == 0 {
-				done = true
-				return err
-			}
 			var busy, frames, copied int64
-			err = ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
+			err := ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
 			if err = db.explain(ckpt, classify(ctx, roomRefusedOn(ckpt, err))); err != nil || busy != 0 || frames != copied {
 				return db.forgetIfSyncFailed(conn, err)
 			}
 			done = true
+			// The whole WAL is in the file, and the write lock keeps it as
+			// it is: read which pages it names only now, once, not at
+			// every try a reader's snapshot stopped short.
+			pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
+			if err != nil || len(pages) == 0 {
+				return err
+			}
 			return db.forgetIfSyncFailed(conn, rewritePages(db.openPages, pages, size))
 		})
 		if err != nil || done || tries <= 1 {
@@ -582,5 +584,9 @@ func openForRewrite(fsys vfs.FS, name string) (rewritable, error) {
 	if ok, err := fsys.Exists(name); err != nil || !ok {
 		return nil, err
 	}
-	return fsys.Open(name, vfs.OpenReadWrite|vfs.OpenWAL)
+	f, err := fsys.Open(name, vfs.OpenReadWrite|vfs.OpenWAL)
+	if err != nil {
+		return nil, err
+	}
+	return yielding(fsys, f), nil
 }
