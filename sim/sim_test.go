@@ -287,8 +287,8 @@ var canaries = []struct {
 	// README's table); since directory syncs fail too, seeds 1 to 18 miss
 	// it and 19 to 30 catch it seven times, so it takes 30 seeds here.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 30, nil},
-	// A loss found on a disk that kept the failed sync's writes: 14 of
-	// 200 default seeds (the README's table), 15 of 60 with as many
+	// A loss found on a disk that kept the failed sync's writes: 17 of
+	// 200 default seeds (the README's table), 19 of 60 with as many
 	// goroutines as a process may have (readers hold checkpoints short)
 	// and more failed syncs, as here.
 	{"loss-check-every-page", []string{sim.CheckEngineError}, 20,
