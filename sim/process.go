@@ -31,6 +31,11 @@ type process struct {
 	timed       bool             // offset is known for this incarnation
 	early       []claim          // engine times claimed before it was
 	closeCut    armedCut         // a power cut to arm as its restart's Close begins
+	// sweeps are its sweep statements in flight, in the order they began:
+	// a group commit's leader runs other goroutines' sweeps (and its own
+	// inline one after them), and each is told of its end by the
+	// goroutine that queued it, so they belong to no one thread.
+	sweeps []*inflight
 }
 
 // armedCut is a power cut to arm: at the nth mutating call from then, with

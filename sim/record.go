@@ -252,7 +252,12 @@ func (w *world) errKind(p *process, err error) model.ErrKind {
 // found none of them live (a sweep that deleted a live key fails that).
 // One whose outcome a fault hid is an unknown Sweep at the cutoff: it may
 // have deleted any key expired then. A sweep that deleted nothing is left
-// out: it changed nothing.
+// out: it changed nothing. A statement is in flight from its start until
+// it is told of (process.sweeps), not for the goroutine that runs it: a
+// group commit's leader runs the sweep batches others queued, each told
+// of by the goroutine that queued it once its commit is synced, and then
+// the leader's own inline sweep; a process that dies between a sweep's
+// commit and its telling leaves an unknown sweep.
 type sweepObserver struct {
 	w *world
 	p *process
@@ -270,10 +275,10 @@ func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
 	}
 	in := &model.Input{Kind: model.Sweep, NowMillis: cutoff}
 	fl := &inflight{p: p, client: t.sweeper, in: in, call: w.tick(), claimed: true, writes: w.m.WritesBy(p.pid)}
-	t.sweepFlight = fl
+	p.sweeps = append(p.sweeps, fl)
 	before := w.mark()
 	return func(keys []string, err error) {
-		t.sweepFlight = nil
+		p.sweeps = slices.DeleteFunc(p.sweeps, func(f *inflight) bool { return f == fl })
 		if err == nil {
 			if len(keys) > 0 {
 				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}

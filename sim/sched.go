@@ -46,8 +46,7 @@ type thread struct {
 	done   bool
 	flight *inflight // the operation it has in flight, if any
 
-	sweeper     int       // the client id its sweeps are recorded under; 0 until one
-	sweepFlight *inflight // the sweep statement it has in flight, if any
+	sweeper int // the client id the sweeps it runs are recorded under; 0 until one
 }
 
 // inflight is an operation called and not yet returned.
@@ -229,15 +228,17 @@ func (s *scheduler) nextWake() int64 {
 // freeze stops every thread of p for good, as its process dies: what they
 // had in flight is recorded as of unknown outcome.
 func (s *scheduler) freeze(p *process) {
+	for _, fl := range p.sweeps {
+		s.w.recordUnknown(fl)
+	}
+	p.sweeps = nil
 	for _, t := range s.threads {
 		if t.proc == p && !t.frozen {
 			t.frozen = true
-			for _, fl := range []*inflight{t.sweepFlight, t.flight} {
-				if fl != nil {
-					s.w.recordUnknown(fl)
-				}
+			if t.flight != nil {
+				s.w.recordUnknown(t.flight)
 			}
-			t.flight, t.sweepFlight = nil, nil
+			t.flight = nil
 		}
 	}
 }
