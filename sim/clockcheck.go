@@ -78,7 +78,18 @@ func (c *clockCheck) started(w *world, p *process, now int64) {
 		w.violate(CheckClock, "p%d's engine time went back from %d to %d", p.pid, p.lastNow, now)
 	}
 	p.lastNow = now
-	c.attempted = max(c.attempted, now)
+	c.usedBy(p, now)
+}
+
+// usedBy notes that p used engine time now. A read-only handle's times
+// (the inspector's) are checked as any process's while it runs and at its
+// open, but are not ones a later open must start after: a read-only handle
+// writes no high-water mark, so after the wall clock stepped forward and
+// back an open may start before a time it used (CORRECTNESS.md, Time).
+func (c *clockCheck) usedBy(p *process, now int64) {
+	if !p.readOnly {
+		c.attempted = max(c.attempted, now)
+	}
 }
 
 // timed notes that p's offset is known, and checks the claims that waited
@@ -101,7 +112,7 @@ func (c *clockCheck) used(w *world, p *process, now, at int64) {
 		w.violate(CheckClock, "p%d's engine time went back from %d to %d", p.pid, p.lastNow, now)
 	}
 	p.lastNow = now
-	c.attempted = max(c.attempted, now)
+	c.usedBy(p, now)
 }
 
 // done notes a call that completed at engine time now, called and

@@ -6,7 +6,9 @@
 // goroutines that call every verb on a few shared keys and two leases,
 // while the simulator cuts the power, crashes, pauses and restarts
 // processes, steps the wall clock, fails reads, writes, syncs and
-// directory syncs, and fills the disk.
+// directory syncs, and fills the disk. statectl visits too (inspect.go): a
+// process of its own opens the live file read-only, reads a few keys or
+// checks it, and closes.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

@@ -18,6 +18,7 @@ const (
 	faultSyncError
 	faultDiskFull
 	faultDirSyncError
+	faultInspect
 	faultKinds
 )
 
@@ -25,7 +26,7 @@ const (
 var faultNames = [faultKinds]string{
 	faultPowerLoss: "powerloss", faultMidOp: "midop", faultCrash: "crash", faultRestart: "restart",
 	faultPause: "pause", faultWallStep: "wallstep", faultIOError: "ioerror", faultSyncError: "syncerror",
-	faultDiskFull: "diskfull", faultDirSyncError: "dirsyncerror",
+	faultDiskFull: "diskfull", faultDirSyncError: "dirsyncerror", faultInspect: "inspect",
 }
 
 // Bounds of the faults' draws.
@@ -48,7 +49,7 @@ func (w *world) rates() [faultKinds]float64 {
 	return [faultKinds]float64{
 		faultPowerLoss: r.PowerLoss, faultMidOp: r.MidOp, faultCrash: r.Crash, faultRestart: r.Restart,
 		faultPause: r.Pause, faultWallStep: r.WallStep, faultIOError: r.IOError, faultSyncError: r.SyncError,
-		faultDiskFull: r.DiskFull, faultDirSyncError: r.DirSyncError,
+		faultDiskFull: r.DiskFull, faultDirSyncError: r.DirSyncError, faultInspect: r.Inspect,
 	}
 }
 
@@ -81,6 +82,9 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 		w.logf("fault: power cut (%s) armed at mutating call %d", mode, n)
 	case faultCrash:
 		procs := w.running()
+		if w.inspector.db != nil {
+			procs = append(procs, w.inspector) // statectl killed mid-read
+		}
 		if len(procs) == 0 {
 			return false
 		}
@@ -128,6 +132,8 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 		w.diskFull = 1 + r.IntN(diskFullOpsMax)
 		w.m.SetWriteBudget(budget)
 		w.logf("fault: disk full in %d bytes, for %d steps", budget, w.diskFull)
+	case faultInspect:
+		return w.inspect(r)
 	}
 	return true
 }
@@ -147,6 +153,9 @@ func lossMode(r *rand.Rand) faults.LossMode {
 // lease, for longer than any lease lasts.
 func (w *world) pause(r *rand.Rand) bool {
 	procs := w.runnable()
+	if i := w.inspector; i.db != nil && !i.stopping && i.pausedUntil == 0 {
+		procs = append(procs, i) // statectl stopped (SIGSTOP, ^Z) holding what it reads
+	}
 	if len(procs) == 0 {
 		return false
 	}
@@ -183,7 +192,7 @@ func (p *process) holdsLease() bool {
 // whether it resumed any.
 func (w *world) wake() bool {
 	woke := false
-	for _, p := range w.procs {
+	for _, p := range w.allProcs() {
 		if p.db == nil || p.pausedUntil == 0 || p.pausedUntil > w.trueMillis {
 			continue
 		}

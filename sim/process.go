@@ -36,6 +36,10 @@ type process struct {
 	// inline one after them), and each is told of its end by the
 	// goroutine that queued it, so they belong to no one thread.
 	sweeps []*inflight
+	// readOnly marks the inspector (inspect.go): it opens the file
+	// read-only and makes reads reads, then closes.
+	readOnly bool
+	reads    int
 }
 
 // armedCut is a power cut to arm: at the nth mutating call from then, with
@@ -179,7 +183,10 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 	}
 	opts := []state.Option{state.WithFS(fs), state.WithClock(clock),
 		hooks.Option(e).(state.Option)}
-	if w.cfg.SyncFull {
+	switch {
+	case p.readOnly:
+		opts = append(opts, state.WithReadOnly(), state.WithoutBackground()) // as statectl opens it
+	case w.cfg.SyncFull:
 		opts = append(opts, state.WithSync(state.SyncFull))
 	}
 	return opts
@@ -210,9 +217,14 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.injected, p.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
 	start := w.clock.opening()
 	clock := &procClock{w: w, startTrue: w.trueMillis}
+	schemaSeen := w.schemaSeen
 	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
 	w.stats.Opens++
 	p.starting = false
+	if err != nil && p.readOnly && !schemaSeen && openRefused(err) {
+		w.logf("p%d open: no statekit file yet", p.pid)
+		return
+	}
 	if err != nil {
 		w.logf("p%d open failed: %s", p.pid, errClass(err))
 		if w.classify(p, "open", err, before) == failDead {
@@ -230,17 +242,29 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.db = db
 	p.incarnation++
 	p.pausedUntil = 0
+	if !p.readOnly {
+		w.schemaSeen = true
+	}
 	now := db.Now().UnixMilli()
 	p.offset = now - w.trueMillis
 	w.clock.opened(w, p, now, clock, w.clock.completedBefore(start))
 	w.clock.started(w, p, now)
 	p.buffered = map[string]int64{}
 	p.clients = p.clients[:0]
-	for range 1 + w.rngLife.IntN(w.cfg.Goroutines) {
+	goroutines := 1
+	if !p.readOnly {
+		goroutines += w.rngLife.IntN(w.cfg.Goroutines)
+	}
+	for range goroutines {
 		id := w.newClient()
 		p.clients = append(p.clients, &client{id: id, owner: fmt.Sprintf("c%d", id), holds: make([]hold, len(w.leases))})
 	}
 	w.logf("p%d start #%d now=%d wall=%d clients=%d", p.pid, p.incarnation, now, w.wallMillis(), len(p.clients))
+	if p.readOnly {
+		c := p.clients[0]
+		w.sched.spawn(kindClient, fmt.Sprintf("p%d statectl", p.pid), p, c.id, func(t *thread) { w.inspectReads(t, p, c) })
+		return
+	}
 	if w.needCheck && !w.integrity(t, p) {
 		return
 	}
@@ -250,7 +274,10 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 }
 
 // integrity runs state's Check (integrity_check and the invariants) on p:
-// after every recovery, and at the end. It reports whether p still runs.
+// after every recovery, at the end, and in statectl's visits (on the live
+// file, beside the writers; such a check is not the one after a recovery,
+// which a writable open, after its repairs, still owes). It reports
+// whether p still runs.
 func (w *world) integrity(t *thread, p *process) bool {
 	before := w.mark()
 	findings, err := p.db.Check(w.observe(p, nil))
@@ -270,10 +297,15 @@ func (w *world) integrity(t *thread, p *process) bool {
 		w.stopOn(t, p, "read error during the check")
 		return false
 	}
-	if len(findings) > 0 {
+	switch {
+	case len(findings) > 0 && p.readOnly:
+		w.violate(CheckIntegrity, "p%d (statectl) on the live file: %q", p.pid, findings)
+	case len(findings) > 0:
 		w.violate(CheckIntegrity, "p%d after a recovery: %q", p.pid, findings)
 	}
-	w.needCheck = false
+	if !p.readOnly {
+		w.needCheck = false
+	}
 	return true
 }
 
@@ -424,7 +456,7 @@ func (w *world) droppedSync(pid int, name string) {
 // with PowerLossAt that a call ran into), ends every process, waits a while
 // with the power off, and turns it back on.
 func (w *world) afterCut(explicit bool) {
-	for _, p := range w.procs {
+	for _, p := range w.allProcs() {
 		w.die(p)
 	}
 	loss := len(w.history)

@@ -149,7 +149,7 @@ func (w *world) record(p *process, op linearizability.Op) {
 	w.history = append(w.history, op)
 	if op.Unknown {
 		w.stats.Unknown++
-	} else {
+	} else if !p.readOnly { // usedBy says why
 		w.clock.done(op.Input.NowMillis, op.Call, op.Return, op.Durability == linearizability.Full)
 	}
 	w.logf("p%d %s", p.pid, op)

@@ -29,6 +29,7 @@ func (w *world) recovered() *linearizability.Recovery {
 	wall := time.UnixMilli(w.wallMillis())
 	db, err := state.Open(dbPath, state.WithFS(cp.Process(0)), state.WithReadOnly(),
 		state.WithClock(fixedClock{wall}))
+	w.schemaSeen = !openRefused(err) // what a read-only open after it may find
 	if err != nil {
 		w.logf("recovered rows: unread (%s)", errClass(err))
 		return nil

@@ -72,7 +72,7 @@ func (w *world) teardown() bool {
 	w.tearing, w.ending = true, true
 	defer func() { w.tearing = false }()
 	w.tickets, w.probe = 0, nil
-	for _, p := range w.procs {
+	for _, p := range w.allProcs() {
 		if p.db != nil {
 			w.zombies = append(w.zombies, p.db)
 			p.db = nil
@@ -282,7 +282,7 @@ func (w *world) finish() {
 	w.m.SetWriteBudget(-1)
 	w.diskFull = 0
 	w.probe = nil
-	for _, p := range w.procs {
+	for _, p := range w.allProcs() {
 		if p.pausedUntil > w.trueMillis {
 			w.advance(p.pausedUntil - w.trueMillis)
 		}
@@ -293,7 +293,7 @@ func (w *world) finish() {
 	if !w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }) {
 		return
 	}
-	for _, p := range w.procs {
+	for _, p := range w.allProcs() {
 		w.stop(p, false)
 	}
 	if !w.runUntil(func() bool { return len(w.sched.threads) == w.frozenThreads() }) {

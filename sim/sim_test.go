@@ -204,8 +204,8 @@ func TestCleanSeeds(t *testing.T) {
 		assert.True(t, r.OK(), "%s", failure(r))
 	}
 	// The default rates must inject every fault kind somewhere, sync
-	// errors included: one kind a field of Rates.
-	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull", "dirsyncerror"}
+	// errors included, and have statectl visit: one kind a field of Rates.
+	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull", "dirsyncerror", "inspect"}
 	require.Len(t, kinds, reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
 	for _, kind := range kinds {
 		assert.Positive(t, armed[kind], "no %s fault in %d seeds", kind, n)

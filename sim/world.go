@@ -60,6 +60,8 @@ type world struct {
 	syncErrorsSeen int64       // injected sync errors, of files and directories, a process end has followed
 	dirLossesSeen  int64       // power losses that found a directory change not yet durable, counted so far
 	zombies        []*state.DB // handles of processes that died, for the teardown
+	inspector      *process    // statectl's visits (inspect.go)
+	schemaSeen     bool        // a writable open succeeded since the file was last found without a schema
 	tearing        bool        // the teardown runs: nothing more is recorded
 	ending         bool        // the run is ending: no process starts again
 	// The cadences of the engine's background work, drawn per seed so a
@@ -150,6 +152,7 @@ func newWorld(cfg Config) *world {
 	for pid := 1; pid <= nprocs; pid++ {
 		w.procs = append(w.procs, &process{pid: pid})
 	}
+	w.inspector = &process{pid: inspectorPID, readOnly: true}
 	w.checkpointEvery = 4 + shape.IntN(60)
 	w.inlineSweepEvery = 2 + shape.IntN(30)
 	w.stats.Procs, w.stats.Keys = nprocs, nkeys

@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+
+	"github.com/statekit/statekit/model"
+	"github.com/statekit/statekit/state"
+)
+
+// The inspector is statectl as users run it beside their processes: a
+// short-lived process of its own that opens the file read-only without
+// background work (as cmd/statectl does), reads a few of the clients' keys
+// and closes. Its reads are recorded and checked as every other call is;
+// crashes, pauses and power losses reach it as they reach the others. It
+// is started only by an inspect draw (Rates.Inspect), never by the
+// lifecycle, and makes no writes.
+
+// inspectorPID is the inspector's process id: past every client process
+// and the verifier (len(procs)+1).
+const inspectorPID = MaxProcs + 2
+
+// inspectReadsMax bounds the reads of one visit.
+const inspectReadsMax = 3
+
+// inspect starts a visit of the inspector unless one runs, or the power is
+// off. It reports whether it started one.
+func (w *world) inspect(r *rand.Rand) bool {
+	p := w.inspector
+	if p.db != nil || p.starting {
+		return false
+	}
+	p.reads = 1 + r.IntN(inspectReadsMax)
+	if !w.start(p) {
+		return false
+	}
+	w.logf("fault: statectl visits as p%d, %d reads", p.pid, p.reads)
+	return true
+}
+
+// openRefused reports whether a read-only open's refusal is the file not
+// being a statekit file yet: it is missing, or holds no schema. That is
+// right only while no writable open has succeeded since the file was last
+// found without one (schemaSeen, at the open's start).
+func openRefused(err error) bool {
+	return errors.Is(err, state.ErrNotStatekit) || (errors.Is(err, state.ErrCannotOpen) && errors.Is(err, fs.ErrNotExist))
+}
+
+// inspectReads is the inspector's visit once its handle is open: its
+// reads (statectl get, ttl and check), then a clean close.
+func (w *world) inspectReads(t *thread, p *process, c *client) {
+	r := w.rngFault[faultInspect]
+	for range p.reads {
+		if p.stopping {
+			return
+		}
+		in := &model.Input{Kind: model.Get, Key: w.keys[r.IntN(len(w.keys))]}
+		switch x := r.IntN(10); {
+		case x < 2:
+			if !w.integrity(t, p) {
+				return // it stopped p, or the power went
+			}
+			continue
+		case x < 5:
+			in.Kind = model.TTL
+		}
+		if _, ok := w.verb(t, p, c.id, in); !ok {
+			break
+		}
+	}
+	w.stop(p, false)
+}
+
+// allProcs returns the client processes and the inspector, for what
+// reaches every process: power losses, wake-ups, the end of a run.
+func (w *world) allProcs() []*process {
+	return append(w.procs[:len(w.procs):len(w.procs)], w.inspector)
+}

@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
+)
+
+// visit runs one visit of the inspector to its end.
+func visit(t *testing.T, w *world, reads int) {
+	t.Helper()
+	p := w.inspector
+	p.reads = reads
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool {
+		for _, th := range w.sched.threads {
+			if th.proc == p {
+				return false
+			}
+		}
+		return !p.starting && p.db == nil
+	}))
+}
+
+// Before any writable open there is no statekit file, and statectl saying
+// so is no failure; once a writable open has made one, a read-only open that
+// finds none is.
+func TestInspectorMayFindNoFileOnlyBeforeTheFirstOpen(t *testing.T) {
+	w := quietWorld(t)
+	visit(t, w, 1)
+	assert.Empty(t, w.violations)
+	assert.Empty(t, w.history)
+
+	w.schemaSeen = true // as if a writable open had succeeded; the disk is still empty
+	visit(t, w, 1)
+	assert.Equal(t, []string{CheckEngineError}, failed(w))
+}
+
+// statectl's reads beside a writer are recorded as every client's are, so
+// the linearizability check holds them to the model; it writes nothing.
+func TestInspectorReadsAreRecorded(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	w.sched.spawn(kindTask, "writer", p, w.newClient(), func(th *thread) {
+		for _, k := range w.keys {
+			w.verb(th, p, th.client, &model.Input{Kind: model.Set, Key: k, Value: model.Int(7)})
+		}
+	})
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	writes := len(w.history)
+	before := w.m.WritesBy(inspectorPID)
+
+	visit(t, w, inspectReadsMax)
+	require.Empty(t, w.violations)
+	reads := w.history[writes:]
+	require.NotEmpty(t, reads, "every visit reads, unless all its draws were checks")
+	for _, op := range reads {
+		assert.Contains(t, []model.Kind{model.Get, model.TTL}, op.Input.Kind)
+		assert.False(t, op.Unknown)
+		if op.Input.Kind == model.Get {
+			assert.Equal(t, model.Int(7), op.Output.Value)
+		}
+	}
+	assert.Equal(t, before, w.m.WritesBy(inspectorPID), "a read-only handle writes nothing")
+}
+
+// A read-only handle writes no high-water mark, so the clock check holds
+// later opens only to the times of writable handles: after the wall clock
+// stepped forward and back, an open may start before a time statectl used.
+// Its own time still may not go back or drift while it runs.
+func TestClockCheckLeavesAReadOnlyHandlesTimesOut(t *testing.T) {
+	w := quietWorld(t)
+	p, ro := w.procs[0], w.inspector
+	ahead := w.wallMillis() + 60_000 // the wall clock had stepped ahead
+	ro.offset = ahead - w.trueMillis
+	w.clock.started(w, ro, ahead)
+	read := linearizability.Op{Client: 1, Input: model.Input{Kind: model.Get, Key: "k0", NowMillis: ahead}, Call: w.tick(), Return: w.tick()}
+	w.record(ro, read)
+	clock := w.readClock() // the wall clock is back
+	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed)
+	assert.Empty(t, w.violations)
+
+	w.clock.used(w, ro, ahead-1, w.trueMillis)
+	assert.Equal(t, []string{CheckClock}, failed(w), "its time going back is still caught")
+
+	w.violations = nil
+	w.record(p, read) // the same read by a writable handle
+	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed)
+	assert.Equal(t, []string{CheckClock}, failed(w), "a writable handle's time is one later opens start after")
+}
