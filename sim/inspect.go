@@ -10,19 +10,20 @@ import (
 )
 
 // The inspector is statectl as users run it beside their processes: a
-// short-lived process of its own that opens the file read-only without
-// background work (as cmd/statectl does), reads a few of the clients' keys
-// and closes. Its reads are recorded and checked as every other call is;
-// crashes, pauses and power losses reach it as they reach the others. It
-// is started only by an inspect draw (Rates.Inspect), never by the
-// lifecycle, and makes no writes.
+// short-lived process of its own that opens the file without background
+// work (as cmd/statectl does), makes a few calls on the clients' keys and
+// closes. Two visits in three read (the file opened read-only: get, ttl,
+// check); the third writes (set, incr, del, as their commands do). Its
+// calls are recorded and checked as every other call is; crashes, pauses
+// and power losses reach it as they reach the others. It is started only
+// by an inspect draw (Rates.Inspect), never by the lifecycle.
 
 // inspectorPID is the inspector's process id: past every client process
 // and the verifier (len(procs)+1).
 const inspectorPID = MaxProcs + 2
 
-// inspectReadsMax bounds the reads of one visit.
-const inspectReadsMax = 3
+// inspectCallsMax bounds the calls of one visit.
+const inspectCallsMax = 3
 
 // inspect starts a visit of the inspector unless one runs, or the power is
 // off. It reports whether it started one.
@@ -31,11 +32,15 @@ func (w *world) inspect(r *rand.Rand) bool {
 	if p.db != nil || p.starting {
 		return false
 	}
-	p.reads = 1 + r.IntN(inspectReadsMax)
+	p.readOnly, p.reads = r.IntN(3) != 0, 1+r.IntN(inspectCallsMax)
 	if !w.start(p) {
 		return false
 	}
-	w.logf("fault: statectl visits as p%d, %d reads", p.pid, p.reads)
+	what := "reads"
+	if !p.readOnly {
+		what = "writes"
+	}
+	w.logf("fault: statectl visits as p%d, %d %s", p.pid, p.reads, what)
 	return true
 }
 
@@ -47,16 +52,23 @@ func openRefused(err error) bool {
 	return errors.Is(err, state.ErrNotStatekit) || (errors.Is(err, state.ErrCannotOpen) && errors.Is(err, fs.ErrNotExist))
 }
 
-// inspectReads is the inspector's visit once its handle is open: its
-// reads (statectl get, ttl and check), then a clean close.
-func (w *world) inspectReads(t *thread, p *process, c *client) {
+// inspectVisit is the inspector's visit once its handle is open: its
+// calls, then a clean close.
+func (w *world) inspectVisit(t *thread, p *process, c *client) {
 	r := w.rngFault[faultInspect]
 	for range p.reads {
 		if p.stopping {
 			return
 		}
-		in := &model.Input{Kind: model.Get, Key: w.keys[r.IntN(len(w.keys))]}
+		key := w.keys[r.IntN(len(w.keys))]
+		in := &model.Input{Kind: model.Get, Key: key}
 		switch x := r.IntN(10); {
+		case !p.readOnly && x < 4:
+			in = &model.Input{Kind: model.Set, Key: key, Value: model.Int(r.Int64N(10))}
+		case !p.readOnly && x < 8:
+			in = &model.Input{Kind: model.IncrBy, Key: key, Delta: 1}
+		case !p.readOnly:
+			in = &model.Input{Kind: model.Del, Keys: []string{key}}
 		case x < 2:
 			if !w.integrity(t, p) {
 				return // it stopped p, or the power went

@@ -10,11 +10,17 @@ import (
 	"github.com/statekit/statekit/model"
 )
 
-// visit runs one visit of the inspector to its end.
+// visit runs one read-only visit of the inspector to its end.
 func visit(t *testing.T, w *world, reads int) {
 	t.Helper()
+	visitAs(t, w, true, reads)
+}
+
+// visitAs runs one visit of the inspector, read-only or writing, to its end.
+func visitAs(t *testing.T, w *world, readOnly bool, calls int) {
+	t.Helper()
 	p := w.inspector
-	p.reads = reads
+	p.readOnly, p.reads = readOnly, calls
 	require.True(t, w.start(p))
 	require.True(t, w.runUntil(func() bool {
 		for _, th := range w.sched.threads {
@@ -56,7 +62,7 @@ func TestInspectorReadsAreRecorded(t *testing.T) {
 	writes := len(w.history)
 	before := w.m.WritesBy(inspectorPID)
 
-	visit(t, w, inspectReadsMax)
+	visit(t, w, inspectCallsMax)
 	require.Empty(t, w.violations)
 	reads := w.history[writes:]
 	require.NotEmpty(t, reads, "every visit reads, unless all its draws were checks")
@@ -93,4 +99,24 @@ func TestClockCheckLeavesAReadOnlyHandlesTimesOut(t *testing.T) {
 	w.record(p, read) // the same read by a writable handle
 	w.clock.opened(w, p, w.wallMillis(), clock, w.clock.completed)
 	assert.Equal(t, []string{CheckClock}, failed(w), "a writable handle's time is one later opens start after")
+}
+
+// A writing visit (statectl set, incr, del) opens the file for writing
+// without background work, creating it; its writes are recorded, and a
+// read-only visit after it must find the file.
+func TestInspectorWritesAreRecorded(t *testing.T) {
+	w := quietWorld(t)
+	visitAs(t, w, false, inspectCallsMax)
+	require.Empty(t, w.violations)
+	require.NotEmpty(t, w.history)
+	for _, op := range w.history {
+		assert.Contains(t, []model.Kind{model.Set, model.IncrBy, model.Del}, op.Input.Kind)
+		assert.False(t, op.Unknown)
+	}
+	assert.True(t, w.schemaSeen, "a writable open made the file")
+	opened := w.inspector.incarnation
+
+	visit(t, w, 1)
+	assert.Empty(t, w.violations)
+	assert.Equal(t, opened+1, w.inspector.incarnation, "the read-only visit that follows opens the file")
 }

@@ -36,8 +36,8 @@ type process struct {
 	// inline one after them), and each is told of its end by the
 	// goroutine that queued it, so they belong to no one thread.
 	sweeps []*inflight
-	// readOnly marks the inspector (inspect.go): it opens the file
-	// read-only and makes reads reads, then closes.
+	// readOnly and reads are the inspector's current visit (inspect.go):
+	// whether it opens the file read-only, and how many calls it makes.
 	readOnly bool
 	reads    int
 }
@@ -183,9 +183,12 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 	}
 	opts := []state.Option{state.WithFS(fs), state.WithClock(clock),
 		hooks.Option(e).(state.Option)}
+	if p == w.inspector {
+		opts = append(opts, state.WithoutBackground()) // as statectl opens the file
+	}
 	switch {
 	case p.readOnly:
-		opts = append(opts, state.WithReadOnly(), state.WithoutBackground()) // as statectl opens it
+		opts = append(opts, state.WithReadOnly())
 	case w.cfg.SyncFull:
 		opts = append(opts, state.WithSync(state.SyncFull))
 	}
@@ -260,12 +263,12 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		p.clients = append(p.clients, &client{id: id, owner: fmt.Sprintf("c%d", id), holds: make([]hold, len(w.leases))})
 	}
 	w.logf("p%d start #%d now=%d wall=%d clients=%d", p.pid, p.incarnation, now, w.wallMillis(), len(p.clients))
-	if p.readOnly {
-		c := p.clients[0]
-		w.sched.spawn(kindClient, fmt.Sprintf("p%d statectl", p.pid), p, c.id, func(t *thread) { w.inspectReads(t, p, c) })
+	if w.needCheck && !p.readOnly && !w.integrity(t, p) {
 		return
 	}
-	if w.needCheck && !w.integrity(t, p) {
+	if p == w.inspector {
+		c := p.clients[0]
+		w.sched.spawn(kindClient, fmt.Sprintf("p%d statectl", p.pid), p, c.id, func(t *thread) { w.inspectVisit(t, p, c) })
 		return
 	}
 	for _, c := range p.clients {
