@@ -225,6 +225,9 @@ func (d *driver) count(history []linearizability.Op) {
 		if op.Input.Kind == model.Flush {
 			r.Flushes++
 		}
+		if i := d.procOf(op.Client); i >= 0 && d.procs[i].cfg.ReadOnly {
+			r.ReaderCalls++
+		}
 		if op.Unknown || op.Input.NowMillis == 0 {
 			continue
 		}
@@ -278,13 +281,15 @@ func (d *driver) checkNotes(history []linearizability.Op) error {
 }
 
 // checkClocks holds every process to the clock rules: no process ran at an
-// engine time before one a call had used that returned before it started;
-// and, on the real clock, each process's engine time moved with
-// CLOCK_MONOTONIC while it ran, by its calls and flushes.
+// engine time before one a call of a writable process had used that
+// returned before it started (a reader writes no high-water mark, so what
+// it used binds no later process); and, on the real clock, each process's
+// engine time moved with CLOCK_MONOTONIC while it ran, by its calls and
+// flushes.
 func (d *driver) checkClocks(history []linearizability.Op) {
 	procs := make([]checks.Process, len(d.procs))
 	for i, p := range d.procs {
-		procs[i] = checks.Process{Name: "worker " + p.name(), Start: p.launched}
+		procs[i] = checks.Process{Name: "worker " + p.name(), Start: p.launched, ReadOnly: p.cfg.ReadOnly}
 	}
 	for _, op := range history {
 		if i := d.procOf(op.Client); i >= 0 {

@@ -26,6 +26,14 @@ type Config struct {
 	Redis *Redis
 	// Processes is how many workers run at once (DefaultProcesses if 0).
 	Processes int
+	// Readers is how many read-only workers run beside them, as statectl
+	// runs beside an application: each opens the file with
+	// state.WithReadOnly and state.WithoutBackground, and its clients only
+	// Get and TTL keys. The driver kills and restarts them as it does the
+	// others (0: DefaultReaders; negative: none). A Redis run and a
+	// StepClock run have none, and refuse more: WithReadOnly opens a file,
+	// and a reader reads on the real clock, as statectl does.
+	Readers int
 	// Goroutines is how many goroutines of each worker call verbs at once,
 	// each its own client and lease owner (DefaultGoroutines if 0). A
 	// StepClock run has one.
@@ -168,8 +176,12 @@ const (
 	DefaultRedisEpochEvery = 2 * time.Second
 	// DefaultServerKillEvery is Redis.KillEvery's default.
 	DefaultServerKillEvery = 2 * time.Second
+	// DefaultReaders is Readers' default on a file run on the real clock.
+	DefaultReaders = 1
 	// MaxProcesses bounds Config.Processes.
 	MaxProcesses = 64
+	// MaxReaders bounds Config.Readers.
+	MaxReaders = 64
 	// MaxGoroutines bounds Config.Goroutines.
 	MaxGoroutines = 64
 	// MaxDuration bounds Config.Duration.
@@ -190,6 +202,16 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() (Config, error) {
 	if c.Processes == 0 {
 		c.Processes = DefaultProcesses
+	}
+	switch {
+	case c.Readers == 0 && c.Redis == nil && !c.StepClock:
+		c.Readers = DefaultReaders
+	case c.Readers < 0:
+		c.Readers = 0
+	case c.Readers > 0 && c.Redis != nil:
+		return c, fmt.Errorf("%w: %d readers, but a Redis run has none: state.WithReadOnly opens a file, not a URL", ErrConfig, c.Readers)
+	case c.Readers > 0 && c.StepClock:
+		return c, fmt.Errorf("%w: %d readers, but a StepClock run has none: a reader reads on the real clock, as statectl does", ErrConfig, c.Readers)
 	}
 	if c.Goroutines == 0 && !c.StepClock {
 		c.Goroutines = DefaultGoroutines
@@ -228,6 +250,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Processes < 1 || c.Processes > MaxProcesses:
 		return c, fmt.Errorf("%w: %d processes, want 1 to %d", ErrConfig, c.Processes, MaxProcesses)
+	case c.Readers > MaxReaders:
+		return c, fmt.Errorf("%w: %d readers, want 0 to %d", ErrConfig, c.Readers, MaxReaders)
 	case c.Goroutines < 1 || c.Goroutines > MaxGoroutines:
 		return c, fmt.Errorf("%w: %d goroutines, want 1 to %d", ErrConfig, c.Goroutines, MaxGoroutines)
 	case c.StepClock && c.Goroutines != 1:

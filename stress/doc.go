@@ -12,6 +12,15 @@
 // way instead: one call at a time, without background work, on a clock
 // that moves only between calls.
 //
+// Beside the writing workers run Config.Readers read-only ones, as statectl
+// runs beside an application: each opens the live file with
+// state.WithReadOnly and state.WithoutBackground, keeps that handle until
+// it is killed or stopped, and its clients only Get and TTL keys of the
+// current epoch (paced, so as not to crowd the writers out of the
+// history). The driver kills them as it kills the others, mid-read, and
+// starts each again as a reader. Their calls are journalled and checked
+// as every call is.
+//
 // Every goroutine is a client of its own, with its own lease owner. Its
 // calls are journalled as they run, with call and return times from
 // CLOCK_MONOTONIC, which every process on the machine shares: when the
@@ -33,16 +42,18 @@
 //     after another returned never gets a lower token (grants inside an
 //     Update that committed count), and the fenced resource accepted each
 //     token from one holder only, in order, and only from its holder;
-//   - counters, which only increments touch (Incr, buffered ones
-//     included): every increment that returned is counted, each returned
+//   - counters, which only increments write (Incr, buffered ones
+//     included; readers read them): every increment that returned is counted, each returned
 //     a different value, and the final value lies within the unknown
 //     ones; each worker's flushes took no more than its callers buffered,
 //     and all of it when it closed cleanly, where every op it began, a
 //     flush included, has its answer or a noted error (nothing cut it);
-//   - clocks: no worker ran at an engine time before one a call that
-//     returned before it started had used (the high-water mark carries
-//     time across kills); on the real clock, each worker's engine time
-//     moved with CLOCK_MONOTONIC;
+//   - clocks: no worker ran at an engine time before one a call of a
+//     writing worker that returned before it started had used (the
+//     high-water mark carries time across kills; a reader writes no mark,
+//     so the times it used, ahead of the wall clock when it started from a
+//     killed writer's mark, bind no later worker); on the real clock, each
+//     worker's engine time moved with CLOCK_MONOTONIC;
 //   - errors: a call that failed with an error the model has no kind for
 //     is reported; no fault is injected, so nothing explains one;
 //   - the file: state.DB.Check (SQLite's integrity_check and statekit's

@@ -67,7 +67,7 @@ type driver struct {
 	path     string
 	resource string
 	procs    []*proc // every process started, in order
-	live     []*proc // the current process of each slot
+	live     []*proc // the current process of each slot; slots from cfg.Processes on are read-only workers'
 	report   *Report
 	start    int64 // CLOCK_MONOTONIC when the run began: epoch 0
 	clients  int   // client ids handed out so far
@@ -77,7 +77,8 @@ type driver struct {
 }
 
 // Run creates a state file in cfg.Dir, attacks it with cfg.Processes worker
-// processes of cfg.Goroutines clients each and SIGKILLs, until cfg.Until is
+// processes of cfg.Goroutines clients each (and cfg.Readers read-only ones
+// beside them) and SIGKILLs, until cfg.Until is
 // done (or cfg.Duration passes, or cfg.MaxOps calls are made, or a worker
 // exits by itself, or ctx ends), stops the workers, and checks everything
 // they recorded, an interrupted run's too. The Report lists every
@@ -106,8 +107,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x57)),
 		path:     filepath.Join(cfg.Dir, stateFile),
 		resource: filepath.Join(cfg.Dir, resourceFile),
-		live:     make([]*proc, cfg.Processes),
-		report: &Report{Processes: cfg.Processes, Goroutines: cfg.Goroutines, StepClock: cfg.StepClock,
+		live:     make([]*proc, cfg.Processes+cfg.Readers),
+		report: &Report{Processes: cfg.Processes, Readers: cfg.Readers, Goroutines: cfg.Goroutines, StepClock: cfg.StepClock,
 			Dir: cfg.Dir, Seed: cfg.Seed, Bugs: cfg.Bugs.String(), Wanted: cfg.Until},
 	}
 	d.work = newWorkCount(d.procOf, d.isSweeper)
@@ -306,7 +307,9 @@ func (d *driver) ops() int {
 	return n
 }
 
-// launch starts a new worker in slot, with client ids of its own.
+// launch starts a new worker in slot, with client ids of its own: a
+// read-only one in a slot from cfg.Processes on. A reader records no flush
+// and no sweep, but takes their two ids all the same, as every worker does.
 func (d *driver) launch(slot int) error {
 	index := len(d.procs)
 	first := d.clients + 1
@@ -316,7 +319,7 @@ func (d *driver) launch(slot int) error {
 		cfg: workerConfig{Path: d.path, Resource: d.resource,
 			Journal: filepath.Join(d.cfg.Dir, fmt.Sprintf("journal-%04d.jsonl", index+1)),
 			Notes:   filepath.Join(d.cfg.Dir, fmt.Sprintf("notes-%04d.jsonl", index+1)),
-			Client:  first, Goroutines: d.cfg.Goroutines, StepClock: d.cfg.StepClock,
+			Client:  first, Goroutines: d.cfg.Goroutines, StepClock: d.cfg.StepClock, ReadOnly: slot >= d.cfg.Processes,
 			Seed: d.cfg.Seed, Bugs: d.cfg.Bugs.String(), StartNanos: d.start, EpochNanos: int64(d.cfg.EpochEvery)},
 		stderr: filepath.Join(d.cfg.Dir, fmt.Sprintf("worker-%04d.stderr", index+1)),
 	}
@@ -382,6 +385,9 @@ func (d *driver) kill(slot int) error {
 		d.awaitGone(p)
 	}
 	d.report.Kills++
+	if p.cfg.ReadOnly {
+		d.report.ReaderKills++
+	}
 	fmt.Fprintf(d.cfg.Log, "stress: killed %s after %d calls\n", p.name(), p.ops.Load())
 	return d.launch(slot)
 }

@@ -24,7 +24,7 @@ func TestInterruptedRunIsStillChecked(t *testing.T) {
 	rep, err := stress.Run(ctx, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, stress.StoppedInterrupted, rep.Stopped)
-	assert.Equal(t, cfg.Processes, rep.Started)
+	assert.Equal(t, cfg.Processes+stress.DefaultReaders, rep.Started)
 	assert.Contains(t, rep.Linearizability, "Ok")
 	assert.True(t, rep.Has(stress.KindShortRun), "it was to do %s: %v", cfg.Until, rep.Violations)
 }
@@ -45,7 +45,7 @@ func TestAWorkerThatExitsByItselfStopsTheAttack(t *testing.T) {
 	rep, err := stress.Run(t.Context(), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, stress.StoppedWorkerExited, rep.Stopped)
-	assert.Equal(t, cfg.Processes, rep.Started, "no worker was started again")
+	assert.Equal(t, cfg.Processes+stress.DefaultReaders, rep.Started, "no worker was started again")
 	assert.True(t, rep.Has(stress.KindWorker), "%v", rep.Violations)
 }
 

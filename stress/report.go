@@ -75,6 +75,7 @@ type Report struct {
 	Bugs       string // the planted bugs, "" for none
 	Dir        string // where the run's files are
 	Processes  int    // workers at once
+	Readers    int    // read-only workers at once, beside them
 	Goroutines int    // clients calling at once in each worker
 	StepClock  bool   // the workers ran on a stepped clock, without background work
 	// Redis is the address of the Redis server the run attacked, "" for a
@@ -84,6 +85,7 @@ type Report struct {
 	ServerKills   int // SIGKILLs of the Redis server, each followed by a restart
 	Started       int // worker processes started, restarts included
 	Kills         int // SIGKILLs sent
+	ReaderKills   int // those of them that killed a read-only worker
 	// Elapsed is how long the attack lasted, stopping the workers included.
 	Elapsed time.Duration
 	// Stopped says why the attack stopped (one of the Stopped constants).
@@ -92,9 +94,10 @@ type Report struct {
 	// Wanted what Config.Until asked for.
 	Done, Wanted Work
 
-	Operations int // ops recorded: calls, flushes, and sweep statements that deleted keys
-	Cut        int // calls a kill left unknown
-	Failed     int // calls that failed with an error the model does not know
+	Operations  int // ops recorded: calls, flushes, and sweep statements that deleted keys
+	ReaderCalls int // those of them that read-only workers made
+	Cut         int // calls a kill left unknown
+	Failed      int // calls that failed with an error the model does not know
 	// Unavailable counts the calls and flushes a Redis server refused or
 	// could not be reached for (not applied, left out of the history), and
 	// Uncertain those whose reply was lost (kept as unknown outcomes).
@@ -203,13 +206,19 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 		mode = "stepped clock, no background work"
 	}
 	fmt.Fprintf(&b, "stress: seed %d%s, %s, %s\n", r.Seed, bugs, mode, r.Dir)
-	fmt.Fprintf(&b, "processes:   %d at once of %d clients each, %d started, %d killed with SIGKILL, %v; stopped because %s\n",
-		r.Processes, r.Goroutines, r.Started, r.Kills, r.Elapsed.Round(time.Millisecond), r.Stopped)
+	readers, readerKills, readerCalls := "", "", ""
+	if r.Readers > 0 {
+		readers = fmt.Sprintf(" and %d read-only", r.Readers)
+		readerKills = fmt.Sprintf(" (%d read-only)", r.ReaderKills)
+		readerCalls = fmt.Sprintf(", %d by read-only workers", r.ReaderCalls)
+	}
+	fmt.Fprintf(&b, "processes:   %d at once%s of %d clients each, %d started, %d killed with SIGKILL%s, %v; stopped because %s\n",
+		r.Processes, readers, r.Goroutines, r.Started, r.Kills, readerKills, r.Elapsed.Round(time.Millisecond), r.Stopped)
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "server:      killed with SIGKILL and restarted %d times\n", r.ServerKills)
 	}
-	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s), %d cut by a kill, %d failed with an error\n",
-		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), r.Cut, r.Failed)
+	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s)%s, %d cut by a kill, %d failed with an error\n",
+		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), readerCalls, r.Cut, r.Failed)
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "outages:     %d calls refused (not applied), %d lost their reply (unknown outcomes)\n", r.Unavailable, r.Uncertain)
 		fmt.Fprintf(&b, "bounds:      %d unknown outcomes heard of only after a restart past their call, bounded by a later server's death or their process's end\n", r.LooseBound)

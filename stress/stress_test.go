@@ -53,18 +53,26 @@ func assertClean(t *testing.T, rep *stress.Report) {
 	t.Helper()
 	assert.True(t, rep.OK(), "violations: %v", rep.Violations)
 	assert.Equal(t, stress.StoppedWork, rep.Stopped)
-	assert.Equal(t, rep.Processes+rep.Kills, rep.Started, "each kill restarted its worker")
+	assert.Equal(t, rep.Processes+rep.Readers+rep.Kills, rep.Started, "each kill restarted its worker")
 	assert.Positive(t, rep.Fenced)
 	assert.Positive(t, rep.Flushes, "buffered increments were flushed")
 	assert.Positive(t, rep.Sweeps, "recorded sweeps deleted keys")
 	assert.Contains(t, rep.Linearizability, "Ok")
 }
 
+// TestShortStressRunFindsNothing also shows the read-only worker (a
+// statectl beside the application) at work: its reads are in the checked
+// history, and kills reach it. The kill schedule is the seed's: seed 1's
+// ninth kill picks the reader's slot, and the run makes at least ten.
 func TestShortStressRunFindsNothing(t *testing.T) {
 	rep := run(t, short(t))
 	assertClean(t, rep)
 	assert.False(t, rep.StepClock)
 	assert.Equal(t, stress.DefaultGoroutines, rep.Goroutines)
+	assert.Equal(t, stress.DefaultReaders, rep.Readers)
+	assert.Positive(t, rep.ReaderCalls, "the reader's calls are in the history")
+	assert.Less(t, rep.ReaderCalls, rep.Operations)
+	assert.Positive(t, rep.ReaderKills, "a reader was killed and started again")
 }
 
 func TestShortStepClockRunFindsNothing(t *testing.T) {
@@ -74,6 +82,8 @@ func TestShortStepClockRunFindsNothing(t *testing.T) {
 	assertClean(t, rep)
 	assert.True(t, rep.StepClock)
 	assert.Equal(t, 1, rep.Goroutines)
+	assert.Zero(t, rep.Readers, "a stepped clock run has no reader")
+	assert.Zero(t, rep.ReaderCalls)
 }
 
 // TestStressCatchesLeaseTwoStatements runs until enough grants contended
@@ -113,7 +123,7 @@ func TestStressWithoutKillsStopsByWork(t *testing.T) {
 	assert.True(t, rep.OK(), "violations: %v", rep.Violations)
 	assert.Equal(t, stress.StoppedWork, rep.Stopped)
 	assert.Zero(t, rep.Kills)
-	assert.Equal(t, 3, rep.Started)
+	assert.Equal(t, 3+stress.DefaultReaders, rep.Started)
 	assert.GreaterOrEqual(t, rep.Operations, 500)
 	assert.Zero(t, rep.Cut, "no kill, no call cut short")
 }
@@ -140,8 +150,35 @@ func TestRunRefusesABadConfig(t *testing.T) {
 		{Dir: t.TempDir(), Duration: -time.Second},
 		{Dir: t.TempDir(), Until: stress.Work{Calls: -1}},
 		{Dir: t.TempDir(), KillEvery: -1, Until: stress.Work{Kills: 1}},
+		{Dir: t.TempDir(), Readers: stress.MaxReaders + 1},
 	} {
 		_, err := stress.Run(t.Context(), cfg)
 		assert.ErrorIs(t, err, stress.ErrConfig, "%+v", cfg)
+	}
+}
+
+// TestReadersOnlyOnAFileOnTheRealClock: a StepClock run and a Redis run
+// have no reader by default, and refuse one, saying why; a negative
+// Readers asks for none anywhere.
+func TestReadersOnlyOnAFileOnTheRealClock(t *testing.T) {
+	for _, c := range []struct {
+		cfg  stress.Config
+		want string
+	}{
+		{stress.Config{StepClock: true, Readers: 1}, "a StepClock run has none"},
+		{stress.Config{Redis: &stress.Redis{}, Readers: 2}, "a Redis run has none"},
+	} {
+		err := c.cfg.Validate()
+		assert.ErrorIs(t, err, stress.ErrConfig, "%+v", c.cfg)
+		assert.ErrorContains(t, err, c.want)
+	}
+	for _, cfg := range []stress.Config{
+		{StepClock: true},
+		{Redis: &stress.Redis{}},
+		{Readers: -1},
+		{StepClock: true, Readers: -1},
+		{Redis: &stress.Redis{}, Readers: -1},
+	} {
+		assert.NoError(t, cfg.Validate(), "%+v", cfg)
 	}
 }

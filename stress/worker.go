@@ -53,8 +53,8 @@ type workerConfig struct {
 	Notes     string `json:"notes"`    // this worker's notes (notes.go)
 	// Clients Client .. Client+Goroutines-1 are the worker's goroutines;
 	// Client+Goroutines records its handle's flushes and, on the real
-	// clock, Client+Goroutines+1 its sweeps. All are unique over the run,
-	// restarts included.
+	// clock, Client+Goroutines+1 its sweeps (a reader leaves those two
+	// unused). All are unique over the run, restarts included.
 	Client     int    `json:"client"`
 	Goroutines int    `json:"goroutines"`
 	StepClock  bool   `json:"step_clock"`
@@ -64,6 +64,11 @@ type workerConfig struct {
 	// epoch, the same for every worker.
 	StartNanos int64 `json:"start"`
 	EpochNanos int64 `json:"epoch"`
+	// ReadOnly makes the worker a reader, as statectl is: it opens the
+	// file with state.WithReadOnly and state.WithoutBackground, and not the
+	// fenced resource, and its clients only read (caller.read). It records
+	// no flush and no sweep: it makes none.
+	ReadOnly bool `json:"read_only"`
 }
 
 // flushClient is the client id of a worker's flushes.
@@ -109,7 +114,7 @@ type worker struct {
 	ctx     context.Context
 	db      *state.DB
 	clock   *stepClock // nil on the real clock
-	res     *resource
+	res     *resource  // nil for a reader
 	journal *journal
 	// calls counts the calls journalled into the history, for the
 	// driver's progress: the driver stops on it, and the check counts the
@@ -130,6 +135,9 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	}
 	if cfg.Goroutines < 1 || (cfg.StepClock && cfg.Goroutines != 1) {
 		return fmt.Errorf("config: %d goroutines", cfg.Goroutines)
+	}
+	if cfg.ReadOnly && (cfg.Remote || cfg.StepClock) {
+		return errors.New("config: a reader opens a file on the real clock")
 	}
 	w := &worker{cfg: cfg, ctx: context.Background()}
 	if w.journal, err = openJournal(cfg.Journal, cfg.Notes); err != nil {
@@ -152,6 +160,13 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 		if w.db == nil {
 			return nil // told to stop before the server came back
 		}
+	} else if cfg.ReadOnly {
+		// As statectl opens the file. It flushes and sweeps nothing, so
+		// there is nothing to observe; planted bugs reach its reads. It
+		// keeps this one handle to the end: checks.ClockOffset holds a
+		// process to one engine time offset.
+		engine = hooks.Engine{Bugs: planted}
+		opts = append(opts, state.WithReadOnly(), state.WithoutBackground())
 	} else if cfg.StepClock {
 		// Workers sweep only as a recorded verb.
 		w.clock = newStepClock()
@@ -165,8 +180,10 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 			return err
 		}
 	}
-	if w.res, err = openResource(cfg.Resource); err != nil {
-		return errors.Join(err, w.db.Close())
+	if !cfg.ReadOnly {
+		if w.res, err = openResource(cfg.Resource); err != nil {
+			return errors.Join(err, w.db.Close())
+		}
 	}
 
 	var wg sync.WaitGroup
@@ -177,8 +194,12 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			move := c.step
+			if cfg.ReadOnly {
+				move = c.read
+			}
 			for !stop.Load() {
-				if err := c.step(); err != nil {
+				if err := move(); err != nil {
 					errs[i] = fmt.Errorf("c%d: %w", c.client, err)
 					stop.Store(true)
 					return
@@ -190,7 +211,11 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 	go w.progress(stdout, done)
 	wg.Wait()
 	close(done)
-	return errors.Join(errors.Join(errs...), withoutFlushErrors(ownFlushError(w.db.Close())), w.res.close())
+	var resErr error
+	if w.res != nil {
+		resErr = w.res.close()
+	}
+	return errors.Join(errors.Join(errs...), withoutFlushErrors(ownFlushError(w.db.Close())), resErr)
 }
 
 // remoteOpenWait bounds how long a worker on Redis keeps trying to open
@@ -298,10 +323,15 @@ type caller struct {
 	holding *state.Lease // the lease this client holds, as far as it knows
 }
 
+// toEpoch points the workload at the keys of the current epoch.
+func (c *caller) toEpoch() {
+	c.load.prefix = epochPrefix((monotonicNanos() - c.w.cfg.StartNanos) / max(c.w.cfg.EpochNanos, 1))
+}
+
 // step makes one move: a lease holder's, a counter's, buffered increments,
 // an expiry probe or a key verb, on the keys of the current epoch.
 func (c *caller) step() error {
-	c.load.prefix = epochPrefix((monotonicNanos() - c.w.cfg.StartNanos) / max(c.w.cfg.EpochNanos, 1))
+	c.toEpoch()
 	switch r := c.load.rng.IntN(100); {
 	case r < 35:
 		return c.leaseStep()
@@ -316,6 +346,26 @@ func (c *caller) step() error {
 		_, _, err := c.call(c.load.plain(false))
 		return err
 	}
+}
+
+// readPauseMax bounds the pause a reader's client takes after each read
+// (drawn from its workload's source). Unpaced, one reader made more than
+// three times the calls of four writing workers together (a read waits for
+// no commit), crowding them out of the history and bringing a 60 s
+// statestress run to its bound on calls about halfway; paced, it makes no
+// more than a writing worker, and its clients keep a read in flight much
+// of the time.
+const readPauseMax = 2 * time.Millisecond
+
+// read is a reader's one move: a Get or TTL of a key of the current
+// epoch, journalled as every call is, then a pause.
+func (c *caller) read() error {
+	c.toEpoch()
+	if _, _, err := c.call(c.load.read()); err != nil {
+		return err
+	}
+	time.Sleep(time.Duration(c.load.rng.Int64N(int64(readPauseMax))))
+	return nil
 }
 
 // Expiry probes.

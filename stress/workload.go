@@ -133,6 +133,22 @@ func (w *workload) plain(inTx bool) model.Input {
 	return model.Input{Kind: model.TTL, Key: key}
 }
 
+// read returns a reader's call: a Get or a TTL of a plain key, a cold key
+// (often expired) or a counter key.
+func (w *workload) read() model.Input {
+	keys := plainKeys
+	switch w.rng.IntN(4) {
+	case 0:
+		keys = coldKeys
+	case 1:
+		keys = counterKeys
+	}
+	if w.rng.IntN(2) == 0 {
+		return model.Input{Kind: model.TTL, Key: w.pick(keys)}
+	}
+	return model.Input{Kind: model.Get, Key: w.pick(keys)}
+}
+
 // increment is one buffered increment: IncrBuffered(key, delta).
 type increment struct {
 	key   string

@@ -20,9 +20,12 @@
 // clock, and the background sweeper, flusher and checkpointer, so kills
 // land in group commits and background checkpoints. -step-clock runs them
 // as the first stress runs did: a clock that moves only between calls, no
-// background work, one call at a time.
+// background work, one call at a time. Beside them run -readers read-only
+// workers (1 by default; none with -step-clock or on Redis), which open the
+// file as statectl does, read-only and without background work, and only
+// Get and TTL keys; kills reach them too.
 //
-//	statestress                                  # 4 processes of 4 goroutines, 10s, a kill every 250ms
+//	statestress                                  # 4 processes of 4 goroutines and a reader, 10s, a kill every 250ms
 //	statestress -procs 8 -duration 2m -kill-every 100ms
 //	statestress -step-clock -duration 60s        # stepped clock, no background work
 //	for s in 1 2 3 4 5; do statestress -seed $s -duration 60s || break; done   # longer: several runs
@@ -113,6 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	procs := fs.Int("procs", stress.DefaultProcesses, "worker processes at once")
+	readers := fs.Int("readers", stress.DefaultReaders, "read-only worker processes beside the -procs ones, each opening the file as statectl does and only reading (0 with -step-clock, -redis or -redis-url)")
 	goroutines := fs.Int("goroutines", stress.DefaultGoroutines, "goroutines calling verbs in each worker, each its own client (1 with -step-clock)")
 	stepClock := fs.Bool("step-clock", false, "run the workers on a stepped clock, without background work, one call at a time")
 	duration := fs.Duration("duration", stress.DefaultDuration, "how long to attack; with an -until flag, the cap, "+stress.DefaultCap.String()+" unless given")
@@ -155,6 +159,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *stepClock && !set["goroutines"] {
 		*goroutines = 1
 	}
+	if (*stepClock || *redis || *redisURL != "") && !set["readers"] {
+		*readers = 0
+	}
 	if (*redis || *redisURL != "") && !set["epoch"] {
 		*epoch = stress.DefaultRedisEpochEvery
 	}
@@ -167,6 +174,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	case *goroutines < 1 || *goroutines > stress.MaxGoroutines || (*stepClock && *goroutines != 1):
 		fmt.Fprintf(stderr, "statestress: want 1 to %d -goroutines, and 1 with -step-clock\n", stress.MaxGoroutines)
+		return 2
+	case *readers < 0 || *readers > stress.MaxReaders:
+		fmt.Fprintf(stderr, "statestress: want 0 to %d -readers\n", stress.MaxReaders)
+		return 2
+	case *readers > 0 && (*stepClock || *redis || *redisURL != ""):
+		fmt.Fprintln(stderr, "statestress: -readers open a file on the real clock, as statectl does: not with -step-clock, -redis or -redis-url")
 		return 2
 	case until.Calls < 0 || until.Kills < 0 || until.Grants < 0 || until.Contended < 0 || until.Swept < 0 || until.ServerKills < 0:
 		fmt.Fprintln(stderr, "statestress: want -until flags of 0 or more")
@@ -194,6 +207,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, CheckLimit: *checkLimit, EpochEvery: *epoch}
 	if *killEvery <= 0 {
 		cfg.KillEvery = -1
+	}
+	cfg.Readers = *readers
+	if *readers == 0 {
+		cfg.Readers = -1 // none; 0 would be the default
 	}
 	switch {
 	case *redis:
@@ -226,6 +243,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Dir = runDir
 	mode := fmt.Sprintf("%d processes of %d goroutines on the default options", cfg.Processes, cfg.Goroutines)
+	if *readers > 0 {
+		mode = fmt.Sprintf("%d processes of %d goroutines (and %d read-only) on the default options", cfg.Processes, cfg.Goroutines, *readers)
+	}
 	switch {
 	case cfg.StepClock:
 		mode = fmt.Sprintf("%d processes on a stepped clock", cfg.Processes)

@@ -45,6 +45,11 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"-check-timeout", "-1s", "-dir", t.TempDir()},                        //
 		{"-redis-url", "http://127.0.0.1:1/", "-dir", t.TempDir()},            // not a Redis URL
 		{"-redis-url", "redis://127.0.0.1:1/0", "-step-clock", "-dir", "/nx"}, // file only
+		{"-readers", "-1", "-dir", t.TempDir()},                               //
+		{"-readers", "65", "-dir", t.TempDir()},                               // past stress.MaxReaders
+		{"-readers", "1", "-step-clock", "-dir", t.TempDir()},                 // readers read on the real clock
+		{"-readers", "1", "-redis", "-dir", t.TempDir()},                      // and open a file
+		{"-readers", "2", "-redis-url", "redis://127.0.0.1:1/0"},              //
 	} {
 		var out, errs bytes.Buffer
 		assert.Equal(t, 2, run(t.Context(), args, &out, &errs), "%q: %s", args, errs.String())
@@ -60,6 +65,8 @@ func TestRunStopsOnWorkAndExpects(t *testing.T) {
 	assert.Equal(t, 0, code, "%s\n%s", out.String(), errs.String())
 	assert.Contains(t, out.String(), "stopped because it had done the work asked")
 	assert.Contains(t, out.String(), "verdict:     PASS")
+	assert.Contains(t, out.String(), "processes:   2 at once and 1 read-only of ", "a reader by default")
+	assert.Contains(t, out.String(), " by read-only workers, ")
 
 	// -expect fails a run that does not find what it expects.
 	out.Reset()
@@ -68,4 +75,15 @@ func TestRunStopsOnWorkAndExpects(t *testing.T) {
 		"-expect", "duplicate-token", "-dir", dir}, &out, &errs)
 	assert.Equal(t, 1, code, "%s\n%s", out.String(), errs.String())
 	assert.True(t, strings.Contains(out.String(), "the check missed the planted bug"), out.String())
+}
+
+// TestReadersZeroRunsNone: -readers 0 runs no read-only worker, and the
+// rerun line keeps it; -step-clock alone runs none and is no bad flag.
+func TestReadersZeroRunsNone(t *testing.T) {
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "2", "-readers", "0", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-dir", t.TempDir()}, &out, &errs)
+	assert.Equal(t, exitPass, code, "%s\n%s", out.String(), errs.String())
+	assert.Contains(t, out.String(), "processes:   2 at once of ")
+	assert.NotContains(t, out.String(), "read-only")
+	assert.Contains(t, errs.String(), "; rerun: statestress -seed 3 -kill-every 0s -procs 2 -readers 0 -until-calls 300\n")
 }

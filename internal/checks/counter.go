@@ -35,8 +35,9 @@ type increment struct {
 //     answered distinct values, and those after the last power loss
 //     answered at most final.
 //
-// Any other verb on key, or a negative delta, is a violation: the bounds
-// would mean nothing.
+// A read of key (Get or TTL, alone) changes nothing and is let through:
+// the linearizability check holds its answer. Any other verb on key, or a
+// negative delta, is a violation: the bounds would mean nothing.
 func Counter(history []linearizability.Op, key string, final int64) []Violation {
 	var out []Violation
 	var powerLosses []int64
@@ -109,6 +110,8 @@ func Counter(history []linearizability.Op, key string, final int64) []Violation 
 				}
 				incs = append(incs, inc)
 			}
+		case model.Get, model.TTL:
+			continue // a read: it changes nothing
 		default:
 			if touches(in, key) {
 				out = append(out, violation(KindCounter, "counter %q is touched by %s (op #%d), not only by increments", key, in.Kind, i))

@@ -15,8 +15,9 @@
 //     what one handle's flushes took against what its callers buffered.
 //   - Clocks: ClockOffset checks that one process's engine time moved with
 //     the recorder's clock while it ran; ClockNeverBack checks that no
-//     process started at an engine time before one that calls ended before
-//     it started had used.
+//     process started at an engine time before one that calls of writable
+//     processes ended before it started had used (a read-only process
+//     writes no high-water mark: its times bind no later process).
 //   - Errors: ErrKind is the one map from an engine error to the model's
 //     kind. An error it has no kind for is not an answer the model can
 //     check: the caller records the call's outcome as unknown and reports
