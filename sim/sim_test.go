@@ -238,6 +238,10 @@ var canaries = []struct {
 	{"release-deletes", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCache}, 0, nil},
 	{"incr-two-statements", []string{sim.CheckLinearizability}, 0, nil},
 	{"no-hwm", []string{sim.CheckClock}, 0, nil},
+	// statectl's visits open read-only handles: one that starts at the
+	// wall clock, behind times the writers used, fails the clock check at
+	// its open.
+	{"readonly-no-hwm", []string{sim.CheckClock}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

@@ -38,7 +38,8 @@ func (db *DB) loadHWM(ctx context.Context) error {
 	if err := db.st.hwmGet.QueryRowContext(ctx).Scan(&hwm); err != nil {
 		return classify(ctx, err)
 	}
-	db.time = newEngineTime(db.cfg.clock, hwm, db.cfg.bugs.Has(bugs.NoHWM))
+	noHWM := db.cfg.bugs.Has(bugs.NoHWM) || (db.cfg.readOnly && db.cfg.bugs.Has(bugs.ReadOnlyNoHWM))
+	db.time = newEngineTime(db.cfg.clock, hwm, noHWM)
 	db.hwmMillis = hwm // the marks in the file cover every time up to it
 	if db.cfg.readOnly {
 		return nil

@@ -84,6 +84,11 @@ const (
 	// those older in the file, so the check finds a loss on a file system
 	// that lost nothing and has every connection rebuild the shared index.
 	LossCheckEveryPage
+	// ReadOnlyNoHWM ignores the high-water mark at the open of a read-only
+	// handle (statectl's reads): its time starts from the wall clock, which
+	// may be behind times writers used, so it reads keys as live that
+	// expired at a time already used.
+	ReadOnlyNoHWM
 	lastBug
 )
 
@@ -108,6 +113,7 @@ var names = map[Bug]string{
 	CacheWritesAfterLost:      "cache-writes-after-lost",
 	SyncFullUnsynced:          "sync-full-unsynced",
 	LossCheckEveryPage:        "loss-check-every-page",
+	ReadOnlyNoHWM:             "readonly-no-hwm",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
