@@ -100,7 +100,7 @@ func (r Result) WriteHTML(path string) error {
 // of its sub-inputs is checked against the model instead: whether that
 // sub-input is reached depends on the state); so are calls whose answer a
 // crash or power loss hid that the spec refuses in every state
-// (model.Refuses), and reads (Get, TTL, an Update that only reads or
+// (model.Refuses), and reads (Get, TTL, Scan, Leases, an Update that only reads or
 // aborts) whose answer was lost.
 func Check(history []Op, timeout time.Duration) Result {
 	return check(history, timeout, true)
@@ -214,6 +214,16 @@ func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 		refused[i] = true
 	}
 	for i, op := range history {
+		if op.Event != Verb || op.Unknown {
+			continue
+		}
+		if at, ok := inOrder(op.Output); !ok {
+			res.Verdict = Illegal
+			res.Description = fmt.Sprintf("#%d %s: row %d is not after the one before in byte order", i, op, at)
+			return projection{}, res, false
+		}
+	}
+	for i, op := range history {
 		if op.Event == Verb && op.Unknown && model.Refuses(op.Input) {
 			// The spec refuses it in every state: whatever answer was
 			// lost, it changed nothing. Left in, a Del refused for one
@@ -232,14 +242,32 @@ func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 }
 
 // pureRead reports whether the call in never changes the model's state:
-// Get and TTL only read it, and an Update that aborts, or whose verbs all
+// Get, TTL, Scan and Leases only read it, and an Update that aborts, or whose verbs all
 // only read, leaves it as it was.
 func pureRead(in model.Input) bool {
 	switch in.Kind {
-	case model.Get, model.TTL:
+	case model.Get, model.TTL, model.Scan, model.Leases:
 		return true
 	case model.Update:
 		return in.Abort || !slices.ContainsFunc(in.Ops, func(sub model.Input) bool { return !pureRead(sub) })
 	}
 	return false
+}
+
+// inOrder reports whether a listing's rows (a Scan's keys, a Leases'
+// names) each come after the one before in byte order, which no check of
+// one partition can see; if not, it returns the index of the first that
+// does not.
+func inOrder(out model.Output) (int, bool) {
+	for i := 1; i < len(out.Rows); i++ {
+		if out.Rows[i].Key <= out.Rows[i-1].Key {
+			return i, false
+		}
+	}
+	for i := 1; i < len(out.Leases); i++ {
+		if out.Leases[i].Name <= out.Leases[i-1].Name {
+			return i, false
+		}
+	}
+	return 0, true
 }

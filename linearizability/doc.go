@@ -64,7 +64,7 @@
 // every process went on) rolls the state back as any PowerLoss does, but
 // ends no call: an Unknown op in flight at it may take effect after it, and
 // a known outcome may return after it. Keep unknown outcomes few and bounded: each doubles the states
-// to search while it is open. A read (Get, TTL, an Update that only reads or
+// to search while it is open. A read (Get, TTL, Scan, Leases, an Update that only reads or
 // aborts) whose answer was lost is left out: it changed nothing and is checked against nothing, so it fits
 // anywhere in its interval. So is a call the spec refuses in every state
 // (model.Refuses): it changed nothing either.
@@ -78,11 +78,17 @@
 // checks each key only when it is 0 or the number of distinct keys, and a
 // Del in an Update that the spec refuses for a bad key goes only to that
 // key's partition (it deletes none of the others). Sweep
-// goes to every key partition, its count checked only when it is 0. PowerLoss
+// goes to every key partition, its count checked only when it is 0. A Scan
+// goes to every key partition with its prefix and to every key it listed,
+// each checked against the row listed for it (none if left out); Leases goes
+// to every lease partition the same way; that a listing's rows are in byte
+// order, which no one partition sees, is checked before. PowerLoss
 // and Durable events go to every partition, and every committed FULL write is
 // also a Durable event in every other partition.
 //
-// Per-key projection does not check anything across keys: that a multi-key
+// Per-key projection does not check anything across keys: that a listing
+// shows every key at one moment (the engine does not promise it: it reads a
+// page of rows at a time), that a multi-key
 // Update or Del was atomic (each key's part may linearize at a different
 // point of its interval, or, for an unknown outcome, apply in one partition
 // and not in another), that a Del or Sweep count adds up over keys, nor that

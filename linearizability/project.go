@@ -3,6 +3,7 @@ package linearizability
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/statekit/statekit/model"
@@ -60,6 +61,9 @@ func project(history []Op, skip map[int]bool) projection {
 		case Verb:
 			clients[op.Client] = true
 			for _, p := range touched(op.Input) {
+				pr.parts[p.String()] = p
+			}
+			for _, p := range listed(op) {
 				pr.parts[p.String()] = p
 			}
 		}
@@ -140,8 +144,11 @@ func project(history []Op, skip map[int]bool) projection {
 		base.final = len(powerLosses) == 0 || op.Call > powerLosses[len(powerLosses)-1]
 
 		pieces := split(op, base)
-		if op.Input.Kind == model.Sweep {
+		switch op.Input.Kind {
+		case model.Sweep:
 			pieces = splitSweep(op, base, kvNames, pr.parts)
+		case model.Scan, model.Leases:
+			pieces = splitList(op, base, allNames, pr.parts)
 		}
 		own := map[string]bool{}
 		for _, pc := range pieces {
@@ -201,8 +208,63 @@ func touched(in model.Input) []partition {
 	return nil
 }
 
-// split projects a verb call into each partition it touches (Sweep is
-// handled by the caller: it touches every key partition).
+// listed returns the partitions of the rows a Scan or Leases answered: a
+// name no other call touched is a partition too, and the check holds the
+// listing to the row that partition must hold.
+func listed(op Op) []partition {
+	if op.Unknown {
+		return nil
+	}
+	var ps []partition
+	for _, r := range op.Output.Rows {
+		ps = append(ps, partition{key: r.Key})
+	}
+	for _, l := range op.Output.Leases {
+		ps = append(ps, partition{lease: true, key: l.Name})
+	}
+	return ps
+}
+
+// splitList projects a Scan or Leases into each partition of its namespace
+// it covers: for a Scan, every key with its prefix and every key it listed
+// (one without the prefix is listed wrongly, and the spec, listing nothing
+// there, says so); for Leases, every lease. Each part is checked against
+// the rows listed for its own name, none if it was left out, so a listing
+// is checked key by key: each key's row as some moment of the call shows
+// it, not every key at one moment.
+func splitList(op Op, base step, names []string, parts map[string]partition) []piece {
+	in, out := op.Input, op.Output
+	lease := in.Kind == model.Leases
+	mine := map[string]model.Output{}
+	for _, r := range out.Rows {
+		name := partition{key: r.Key}.String()
+		mine[name] = model.Output{Err: out.Err, Rows: append(mine[name].Rows, r)}
+	}
+	for _, l := range out.Leases {
+		name := partition{lease: true, key: l.Name}.String()
+		mine[name] = model.Output{Err: out.Err, Leases: append(mine[name].Leases, l)}
+	}
+	var pieces []piece
+	for _, name := range names {
+		p := parts[name]
+		want, has := mine[name]
+		if p.lease != lease || (!lease && !has && !strings.HasPrefix(p.key, in.Key)) {
+			continue
+		}
+		if !has {
+			want = model.Output{Err: out.Err}
+		}
+		st := base
+		st.in = model.Input{Kind: in.Kind, Key: in.Key, All: in.All, NowMillis: in.NowMillis}
+		st.want, st.check = want, !op.Unknown
+		pieces = append(pieces, piece{p: p, st: st})
+	}
+	return pieces
+}
+
+// split projects a verb call into each partition it touches (Sweep, Scan
+// and Leases are handled by the caller: they reach every partition of
+// their namespace).
 func split(op Op, base step) []piece {
 	in, out := op.Input, op.Output
 	switch in.Kind {

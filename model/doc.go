@@ -35,6 +35,11 @@
 //     ErrLeaseLost. Release: live, same token and owner -> ExpiresAt 0, token
 //     kept; else ErrLeaseLost. Neither changes the token.
 //   - Sweep: deletes every expired key row (never a lease); N = how many.
+//   - Scan: the key rows whose key starts with the prefix, in byte order of
+//     the keys, each with its value and deadline: the live ones, and with
+//     All also the expired rows not yet deleted. Leases: the lease rows in
+//     byte order of the names: the live ones, and with All every row. Both
+//     only read.
 //   - Update: the sub-inputs in order at the Update's now; the first whose
 //     Err is neither ErrNone nor ErrNotFound aborts: state unchanged,
 //     Err = that error. Abort=true models a callback that returns its own
@@ -46,6 +51,6 @@
 //   - Bad input (a key or lease name empty, over 1 KiB, not UTF-8 or
 //     holding NUL; a lease owner empty or over 1 KiB; a Set value, or a CAS
 //     Expected or New, of bytes over 1 MiB; a Lease or Renew ttl <= 0; a
-//     nested Update, Flush or Sweep; a Flush sub-input that is not IncrBy)
+//     nested Update, Flush, Sweep, Scan or Leases; a Flush sub-input that is not IncrBy)
 //     gives ErrInvalid and changes nothing.
 package model

@@ -37,12 +37,18 @@ const (
 	Update
 	// Flush applies the IncrBy Ops of a buffered-increment flush.
 	Flush
+	// Scan lists the key rows whose key starts with Key, live ones only
+	// unless All.
+	Scan
+	// Leases lists the lease rows, held ones only unless All.
+	Leases
 	kindEnd
 )
 
 var kindNames = [...]string{
 	Get: "get", Set: "set", Del: "del", IncrBy: "incrby", CAS: "cas", Expire: "expire", TTL: "ttl",
 	Lease: "lease", Renew: "renew", Release: "release", Sweep: "sweep", Update: "update", Flush: "flush",
+	Scan: "scan", Leases: "leases",
 }
 
 // String returns the verb's lower-case name, such as "incrby", or
@@ -94,8 +100,10 @@ func (k Kind) IsLease() bool { return k == Lease || k == Renew || k == Release }
 //	Renew           Key (the lease name), Owner, Token, TTLMillis
 //	Release         Key (the lease name), Owner, Token
 //	Sweep           nothing
-//	Update          Ops (any verb but Update, Flush, Sweep), Abort
+//	Update          Ops (any verb but Update, Flush, Sweep, Scan, Leases), Abort
 //	Flush           Ops (IncrBy only)
+//	Scan            Key (a prefix: "" lists every key), All (also expired rows)
+//	Leases          All (also expired and released leases)
 //
 // NowMillis is the engine time the call used, in unix milliseconds. The Ops
 // of an Update or Flush run at the parent's NowMillis; their own is ignored.
@@ -113,6 +121,7 @@ type Input struct {
 	NowMillis int64
 	Ops       []Input
 	Abort     bool
+	All       bool
 }
 
 // String describes the call readably, such as `incrby("a", +1) @1000`.
@@ -156,6 +165,16 @@ func (in Input) call() string {
 		return fmt.Sprintf("release(%q, %q, #%d)", in.Key, in.Owner, in.Token)
 	case Sweep:
 		return "sweep()"
+	case Scan:
+		if in.All {
+			return fmt.Sprintf("scan(%q, all)", in.Key)
+		}
+		return fmt.Sprintf("scan(%q)", in.Key)
+	case Leases:
+		if in.All {
+			return "leases(all)"
+		}
+		return "leases()"
 	case Update, Flush:
 		subs := make([]string, len(in.Ops))
 		for i, op := range in.Ops {

@@ -97,6 +97,7 @@ type inputJSON struct {
 	NowMillis int64   `json:"now_ms"`
 	Ops       []Input `json:"ops,omitempty"`
 	Abort     bool    `json:"abort,omitempty"`
+	All       bool    `json:"all,omitempty"`
 }
 
 // MarshalJSON writes in with lower-case field names, omitting zero fields
@@ -105,7 +106,7 @@ func (in Input) MarshalJSON() ([]byte, error) {
 	j := inputJSON{
 		Kind: in.Kind, Key: text(in.Key), Expected: in.Expected, New: in.New, Delta: in.Delta,
 		TTLMillis: in.TTLMillis, Token: in.Token, Owner: text(in.Owner), NowMillis: in.NowMillis,
-		Ops: in.Ops, Abort: in.Abort,
+		Ops: in.Ops, Abort: in.Abort, All: in.All,
 	}
 	if in.Value != (Value{}) {
 		j.Value = &in.Value
@@ -126,7 +127,7 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	*in = Input{
 		Kind: j.Kind, Key: string(j.Key), Expected: j.Expected, New: j.New, Delta: j.Delta,
 		TTLMillis: j.TTLMillis, Token: j.Token, Owner: string(j.Owner), NowMillis: j.NowMillis,
-		Ops: j.Ops, Abort: j.Abort,
+		Ops: j.Ops, Abort: j.Abort, All: j.All,
 	}
 	if j.Value != nil {
 		in.Value = *j.Value
@@ -138,16 +139,33 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 }
 
 type outputJSON struct {
-	Err       ErrKind  `json:"err"`
-	Value     *Value   `json:"value,omitempty"`
-	Int       int64    `json:"int,omitempty"`
-	OK        bool     `json:"ok,omitempty"`
-	N         int      `json:"n,omitempty"`
-	TTLMillis int64    `json:"ttl_ms,omitempty"`
-	Token     int64    `json:"token,omitempty"`
-	ExpiresAt int64    `json:"expires_at,omitempty"`
-	Owner     text     `json:"owner,omitempty"`
-	Sub       []Output `json:"sub,omitempty"`
+	Err       ErrKind     `json:"err"`
+	Value     *Value      `json:"value,omitempty"`
+	Int       int64       `json:"int,omitempty"`
+	OK        bool        `json:"ok,omitempty"`
+	N         int         `json:"n,omitempty"`
+	TTLMillis int64       `json:"ttl_ms,omitempty"`
+	Token     int64       `json:"token,omitempty"`
+	ExpiresAt int64       `json:"expires_at,omitempty"`
+	Owner     text        `json:"owner,omitempty"`
+	Sub       []Output    `json:"sub,omitempty"`
+	Rows      []rowJSON   `json:"rows,omitempty"`
+	Leases    []leaseJSON `json:"leases,omitempty"`
+}
+
+// rowJSON is a KeyRow as JSON.
+type rowJSON struct {
+	Key       text  `json:"key"`
+	Value     Value `json:"value"`
+	ExpiresAt int64 `json:"expires_at,omitempty"`
+}
+
+// leaseJSON is a NamedLease as JSON.
+type leaseJSON struct {
+	Name      text  `json:"name"`
+	Owner     text  `json:"owner"`
+	Token     int64 `json:"token"`
+	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
 
 // MarshalJSON writes o with lower-case field names, omitting zero fields.
@@ -158,6 +176,12 @@ func (o Output) MarshalJSON() ([]byte, error) {
 	}
 	if o.Value != (Value{}) {
 		j.Value = &o.Value
+	}
+	for _, r := range o.Rows {
+		j.Rows = append(j.Rows, rowJSON{Key: text(r.Key), Value: r.Value, ExpiresAt: r.ExpiresAt})
+	}
+	for _, l := range o.Leases {
+		j.Leases = append(j.Leases, leaseJSON{Name: text(l.Name), Owner: text(l.Owner), Token: l.Token, ExpiresAt: l.ExpiresAt})
 	}
 	return json.Marshal(j)
 }
@@ -175,6 +199,12 @@ func (o *Output) UnmarshalJSON(b []byte) error {
 	}
 	if j.Value != nil {
 		o.Value = *j.Value
+	}
+	for _, r := range j.Rows {
+		o.Rows = append(o.Rows, KeyRow{Key: string(r.Key), Entry: Entry{Value: r.Value, ExpiresAt: r.ExpiresAt}})
+	}
+	for _, l := range j.Leases {
+		o.Leases = append(o.Leases, NamedLease{Name: string(l.Name), LeaseRow: LeaseRow{Owner: string(l.Owner), Token: l.Token, ExpiresAt: l.ExpiresAt}})
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func genValue(t *rapid.T, label string) Value {
 
 func genInput(t *rapid.T, depth int) Input {
 	in := Input{
-		Kind:      rapid.SampledFrom([]Kind{Get, Set, Del, IncrBy, CAS, Expire, TTL, Lease, Renew, Release, Sweep, Update, Flush}).Draw(t, "kind"),
+		Kind:      rapid.SampledFrom([]Kind{Get, Set, Del, IncrBy, CAS, Expire, TTL, Lease, Renew, Release, Sweep, Update, Flush, Scan, Leases}).Draw(t, "kind"),
 		Key:       string(rapid.SliceOf(rapid.Byte()).Draw(t, "key")),
 		Value:     genValue(t, "value"),
 		Delta:     rapid.Int64().Draw(t, "delta"),
@@ -50,6 +50,7 @@ func genInput(t *rapid.T, depth int) Input {
 		Owner:     rapid.String().Draw(t, "owner"),
 		NowMillis: rapid.Int64().Draw(t, "now"),
 		Abort:     rapid.Bool().Draw(t, "abort"),
+		All:       rapid.Bool().Draw(t, "all"),
 	}
 	for _, k := range rapid.SliceOf(rapid.SliceOf(rapid.Byte())).Draw(t, "keys") {
 		in.Keys = append(in.Keys, string(k))

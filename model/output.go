@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -86,6 +87,8 @@ func (e ErrKind) aborts() bool { return e != ErrNone && e != ErrNotFound }
 //	Renew           ExpiresAt
 //	Update, Flush   Sub: one Output per sub-input run (an aborted Update
 //	                stops after the failing one)
+//	Scan            Rows, in byte order of the keys
+//	Leases          Leases, in byte order of the names
 type Output struct {
 	Err       ErrKind
 	Value     Value
@@ -97,13 +100,16 @@ type Output struct {
 	ExpiresAt int64
 	Owner     string
 	Sub       []Output
+	Rows      []KeyRow
+	Leases    []NamedLease
 }
 
 // Equal reports whether o and p are identical in every field.
 func (o Output) Equal(p Output) bool {
 	if o.Err != p.Err || o.Value != p.Value || o.Int != p.Int || o.OK != p.OK || o.N != p.N ||
 		o.TTLMillis != p.TTLMillis || o.Token != p.Token || o.ExpiresAt != p.ExpiresAt ||
-		o.Owner != p.Owner || len(o.Sub) != len(p.Sub) {
+		o.Owner != p.Owner || len(o.Sub) != len(p.Sub) ||
+		!slices.Equal(o.Rows, p.Rows) || !slices.Equal(o.Leases, p.Leases) {
 		return false
 	}
 	for i := range o.Sub {
@@ -145,6 +151,10 @@ func Matches(in Input, want, got Output) bool {
 		return true
 	case Renew:
 		return want.Err != ErrNone || want.ExpiresAt == got.ExpiresAt
+	case Scan:
+		return slices.Equal(want.Rows, got.Rows)
+	case Leases:
+		return slices.Equal(want.Leases, got.Leases)
 	case Update, Flush:
 		if len(want.Sub) != len(got.Sub) {
 			return false
@@ -190,6 +200,10 @@ func describeOutput(in Input, out Output) string {
 		return fmt.Sprintf("#%d until %d", out.Token, out.ExpiresAt)
 	case Renew:
 		return fmt.Sprintf("until %d", out.ExpiresAt)
+	case Scan:
+		return describeRows(out.Rows)
+	case Leases:
+		return describeLeases(out.Leases)
 	case Update, Flush:
 		subs := make([]string, len(out.Sub))
 		for i, s := range out.Sub {
@@ -236,5 +250,29 @@ func (o Output) String() string {
 	for _, s := range o.Sub {
 		parts = append(parts, "sub="+s.String())
 	}
+	if len(o.Rows) > 0 {
+		parts = append(parts, "rows="+describeRows(o.Rows))
+	}
+	if len(o.Leases) > 0 {
+		parts = append(parts, "leases="+describeLeases(o.Leases))
+	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// describeRows describes a Scan's rows, such as ["a"=7 exp@1500, "b"="x"].
+func describeRows(rows []KeyRow) string {
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = strconv.Quote(r.Key) + "=" + r.Entry.String()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// describeLeases describes a Leases listing, such as ["l"=owner "o1" #3 exp@2000].
+func describeLeases(leases []NamedLease) string {
+	parts := make([]string, len(leases))
+	for i, l := range leases {
+		parts[i] = strconv.Quote(l.Name) + "=" + l.LeaseRow.String()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -13,7 +13,7 @@ func genSmallInput(t *rapid.T, nowMillis int64, depth int) Input {
 	vals := []Value{Int(0), Int(1), Int(-1), Int(1 << 62), Bytes("1"), Bytes("")}
 	kinds := []Kind{Get, Set, Del, IncrBy, CAS, Expire, TTL, Lease, Renew, Release, Sweep}
 	if depth > 0 {
-		kinds = append(kinds, Update, Flush)
+		kinds = append(kinds, Update, Flush, Scan, Leases)
 	}
 	in := Input{
 		Kind:      rapid.SampledFrom(kinds).Draw(t, "kind"),
@@ -26,6 +26,10 @@ func genSmallInput(t *rapid.T, nowMillis int64, depth int) Input {
 		Owner:     rapid.SampledFrom([]string{"o1", "o2"}).Draw(t, "owner"),
 		NowMillis: nowMillis,
 		Abort:     rapid.Bool().Draw(t, "abort"),
+		All:       rapid.Bool().Draw(t, "all"),
+	}
+	if in.Kind == Scan {
+		in.Key = rapid.SampledFrom([]string{"", "a", "b", "c", "ab"}).Draw(t, "prefix")
 	}
 	if rapid.Bool().Draw(t, "hasExpected") {
 		in.Expected = Ptr(rapid.SampledFrom(vals).Draw(t, "expected"))
@@ -113,7 +117,7 @@ func TestUnchangedChangesNothing(t *testing.T) {
 			s = next
 		}
 	})
-	for _, k := range []Kind{Get, TTL, Sweep, CAS, Expire, IncrBy, Lease, Renew, Release, Update, Flush} {
+	for _, k := range []Kind{Get, TTL, Sweep, CAS, Expire, IncrBy, Lease, Renew, Release, Update, Flush, Scan, Leases} {
 		require.Positive(t, unchanged[k], "no %s was unchanged by its answer", k)
 	}
 }

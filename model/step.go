@@ -22,7 +22,7 @@ func Step(s State, in Input) (State, Output) {
 }
 
 // writes reports whether a verb may change the state.
-func writes(k Kind) bool { return k != Get && k != TTL }
+func writes(k Kind) bool { return k != Get && k != TTL && k != Scan && k != Leases }
 
 // apply runs in on *s, which the caller owns, at nowMillis.
 func apply(s *State, in Input, nowMillis int64) Output {
@@ -56,6 +56,10 @@ func apply(s *State, in Input, nowMillis int64) Output {
 		return update(s, in, nowMillis)
 	case Flush:
 		return flush(s, in, nowMillis)
+	case Scan:
+		return scan(*s, in.Key, in.All, nowMillis)
+	case Leases:
+		return listLeases(*s, in.All, nowMillis)
 	}
 	return Output{Err: ErrInvalid}
 }
@@ -81,11 +85,11 @@ func invalid(in Input) bool {
 		return slices.ContainsFunc(in.Keys, badKey)
 	case Lease, Renew:
 		return badKey(in.Key) || badOwner(in.Owner) || in.TTLMillis <= 0
-	case Sweep:
+	case Sweep, Scan, Leases:
 		return false
 	case Update:
 		for _, op := range in.Ops {
-			if op.Kind == Update || op.Kind == Flush || op.Kind == Sweep {
+			if op.Kind == Update || op.Kind == Flush || op.Kind == Sweep || op.Kind == Scan || op.Kind == Leases {
 				return true
 			}
 		}

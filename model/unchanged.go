@@ -13,7 +13,7 @@ func Unchanged(in Input, out Output) bool {
 		return true
 	}
 	switch in.Kind {
-	case Get, TTL:
+	case Get, TTL, Scan, Leases:
 		return true
 	case Sweep:
 		return out.Err == ErrNone && out.N == 0

@@ -38,7 +38,7 @@ type Rates struct {
 	SyncError    float64 // fail one of the next few syncs (fsyncgate)
 	DiskFull     float64 // fill the disk for a few operations
 	DirSyncError float64 // fail one of the next few directory syncs (EIO): what they were to make durable a power loss may undo until one succeeds
-	Inspect      float64 // a visit by statectl: a process of its own opens the file read-only, reads a few keys and closes (not a fault: a program users run beside theirs)
+	Inspect      float64 // a visit by statectl: a process of its own opens the file, reads, lists or writes a few keys and closes (not a fault: a program users run beside theirs)
 }
 
 // DefaultRates are the fault rates of a default run: a few faults of each
@@ -160,7 +160,7 @@ func (r *Rates) list() []rate {
 		{"syncerror", "injected sync errors (fsyncgate)", &r.SyncError},
 		{"diskfull", "disk-full episodes", &r.DiskFull},
 		{"dirsyncerror", "injected directory sync errors (EIO from fsync of a directory)", &r.DirSyncError},
-		{"inspect", "statectl visits: a process opens the file read-only, reads a few keys and closes", &r.Inspect},
+		{"inspect", "statectl visits: a process opens the file, reads, lists or writes a few keys and closes", &r.Inspect},
 	}
 }
 

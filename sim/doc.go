@@ -8,8 +8,8 @@
 // processes, steps the wall clock, fails reads, writes, syncs and
 // directory syncs, and fills the disk. statectl visits too (inspect.go): a
 // process of its own opens the live file without background work, reads a
-// few keys or checks the file (read-only) or writes a few (set, incr, del),
-// and closes.
+// few keys, lists them (dump, leases) or checks the file (read-only) or
+// writes a few (set, incr, del), and closes.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

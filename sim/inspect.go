@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
@@ -13,7 +14,8 @@ import (
 // short-lived process of its own that opens the file without background
 // work (as cmd/statectl does), makes a few calls on the clients' keys and
 // closes. Two visits in three read (the file opened read-only: get, ttl,
-// check); the third writes (set, incr, del, as their commands do). Its
+// dump, leases, check); the third writes (set, incr, del, as their
+// commands do). Its
 // calls are recorded and checked as every other call is; crashes, pauses
 // and power losses reach it as they reach the others. It is started only
 // by an inspect draw (Rates.Inspect), never by the lifecycle.
@@ -76,6 +78,13 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 			continue
 		case x < 5:
 			in.Kind = model.TTL
+		case x == 8: // statectl dump
+			in = &model.Input{Kind: model.Scan, All: r.IntN(2) == 0}
+			if r.IntN(2) == 0 {
+				in.Key = key[:r.IntN(len(key)+1)]
+			}
+		case x == 9: // statectl leases
+			in = &model.Input{Kind: model.Leases, All: r.IntN(2) == 0}
 		}
 		if _, ok := w.verb(t, p, c.id, in); !ok {
 			break
@@ -88,4 +97,16 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 // reaches every process: power losses, wake-ups, the end of a run.
 func (w *world) allProcs() []*process {
 	return append(w.procs[:len(w.procs):len(w.procs)], w.inspector)
+}
+
+// modelled keeps, of a Scan's or Leases' answer, the rows of the keys and
+// leases the history models: the recipes' rows (rate limits, cached
+// values, fill leases) are written by calls it does not record, and have
+// checks of their own.
+func (w *world) modelled(out model.Output) model.Output {
+	out.Rows = slices.DeleteFunc(out.Rows, func(r model.KeyRow) bool {
+		return r.Key != hitsKey && !slices.Contains(w.keys, r.Key)
+	})
+	out.Leases = slices.DeleteFunc(out.Leases, func(l model.NamedLease) bool { return !slices.Contains(w.leases, l.Name) })
+	return out
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,10 +68,15 @@ func TestInspectorReadsAreRecorded(t *testing.T) {
 	reads := w.history[writes:]
 	require.NotEmpty(t, reads, "every visit reads, unless all its draws were checks")
 	for _, op := range reads {
-		assert.Contains(t, []model.Kind{model.Get, model.TTL}, op.Input.Kind)
+		assert.Contains(t, []model.Kind{model.Get, model.TTL, model.Scan, model.Leases}, op.Input.Kind)
 		assert.False(t, op.Unknown)
-		if op.Input.Kind == model.Get {
+		switch op.Input.Kind {
+		case model.Get:
 			assert.Equal(t, model.Int(7), op.Output.Value)
+		case model.Scan:
+			for _, r := range op.Output.Rows {
+				assert.Equal(t, model.Int(7), r.Value, "%s", r.Key)
+			}
 		}
 	}
 	assert.Equal(t, before, w.m.WritesBy(inspectorPID), "a read-only handle writes nothing")
@@ -119,4 +125,36 @@ func TestInspectorWritesAreRecorded(t *testing.T) {
 	visit(t, w, 1)
 	assert.Empty(t, w.violations)
 	assert.Equal(t, opened+1, w.inspector.incarnation, "the read-only visit that follows opens the file")
+}
+
+// A listing (statectl dump, leases) is recorded with the rows of the keys
+// and leases the history models, and only those: a recipe's rows, written
+// by calls the history does not hold, are left out of its answer, or the
+// check would find rows no call wrote.
+func TestListingsKeepTheModelledRows(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	var scan, leases model.Output
+	w.sched.spawn(kindTask, "lister", p, w.newClient(), func(th *thread) {
+		w.verb(th, p, th.client, &model.Input{Kind: model.Set, Key: w.keys[0], Value: model.Int(7), TTLMillis: 1})
+		w.verb(th, p, th.client, &model.Input{Kind: model.Lease, Key: w.leases[0], Owner: "c1", TTLMillis: 60_000})
+		require.NoError(t, p.db.Set(w.ctx, fixedPrefix+"u1", 1)) // a recipe's row
+		_, err := p.db.Lease(w.ctx, cacheValuePrefix+"fill", "c1", time.Minute)
+		require.NoError(t, err)
+		scan, _ = w.verb(th, p, th.client, &model.Input{Kind: model.Scan, All: true})
+		leases, _ = w.verb(th, p, th.client, &model.Input{Kind: model.Leases, All: true})
+	})
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	require.Empty(t, w.violations)
+	require.Len(t, scan.Rows, 1)
+	assert.Equal(t, w.keys[0], scan.Rows[0].Key)
+	assert.Equal(t, model.Int(7), scan.Rows[0].Value)
+	require.Len(t, leases.Leases, 1)
+	assert.Equal(t, w.leases[0], leases.Leases[0].Name)
+	last := w.history[len(w.history)-1]
+	assert.Equal(t, model.Leases, last.Input.Kind)
+	assert.True(t, last.Output.Equal(leases), "recorded as answered")
+	assert.True(t, linearizability.Check(w.history, time.Minute).Ok())
 }

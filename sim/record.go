@@ -39,6 +39,9 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 	res := drive.Run(w.observe(p, fl), p.db, *inp)
 	t.flight = nil
 	in := *inp
+	if res.Err == nil && (in.Kind == model.Scan || in.Kind == model.Leases) {
+		res.Out = w.modelled(res.Out)
+	}
 	if res.Err == nil {
 		w.record(p, linearizability.Op{Client: c, Input: in, Output: res.Out, Call: fl.call, Return: w.tick(),
 			Durability: durability(in, res.Out, w.cfg.SyncFull)})

@@ -356,6 +356,13 @@ func (w *world) verify() {
 				w.verb(t, v, c.id, &model.Input{Kind: model.TTL, Key: k})
 			}
 		}
+		// Every row as a listing shows it, the expired ones and the free
+		// leases too: what statectl dump --all and leases --all print.
+		for _, kind := range []model.Kind{model.Scan, model.Leases} {
+			if alive() {
+				w.verb(t, v, c.id, &model.Input{Kind: kind, All: true})
+			}
+		}
 		for _, name := range w.leases {
 			if alive() {
 				w.verb(t, v, c.id, &model.Input{Kind: model.Lease, Key: name, Owner: verifierOwner, TTLMillis: finalLeaseMillis})

@@ -242,6 +242,9 @@ var canaries = []struct {
 	// wall clock, behind times the writers used, fails the clock check at
 	// its open.
 	{"readonly-no-hwm", []string{sim.CheckClock}, 0, nil},
+	// statectl dump lists an expired key its visit should leave out;
+	// the verifier's listings show expired rows anyway (--all).
+	{"scan-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

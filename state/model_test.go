@@ -181,7 +181,7 @@ func TestModelTestCatchesPlantedBugs(t *testing.T) {
 	require.NoError(t, checks.Value.Set("2000"))
 	t.Cleanup(func() { _ = checks.Value.Set(oldChecks) })
 	for _, bug := range []bugs.Bug{bugs.ReadIgnoresDeadline, bugs.CASIgnoresType, bugs.RenewBumpsToken,
-		bugs.ReleaseDeletes, bugs.SweepEarly, bugs.IncrTwoStatements} {
+		bugs.ReleaseDeletes, bugs.SweepEarly, bugs.IncrTwoStatements, bugs.ScanIgnoresDeadline} {
 		t.Run(bug.String(), func(t *testing.T) {
 			rec := &failRecorder{TB: t, name: "canary-" + bug.String()}
 			rapid.Check(rec, modelProperty(t, backends[0], planted(bugs.Set{}.With(bug))))
@@ -227,6 +227,11 @@ func modelProperty(t *testing.T, b backend, opts ...state.Option) func(*rapid.T)
 				m.step(rt, in)
 			},
 			"sweep": func(rt *rapid.T) { m.step(rt, model.Input{Kind: model.Sweep}) },
+			"scan": func(rt *rapid.T) {
+				m.step(rt, model.Input{Kind: model.Scan, Key: rapid.SampledFrom([]string{"", "a", "c", "z"}).Draw(rt, "prefix"),
+					All: rapid.Bool().Draw(rt, "all")})
+			},
+			"leases": func(rt *rapid.T) { m.step(rt, model.Input{Kind: model.Leases, All: rapid.Bool().Draw(rt, "all")}) },
 			"leaseCycle": func(rt *rapid.T) {
 				// grant, renew, release, grant again: where token bugs show
 				name := rapid.SampledFrom(modelLeases).Draw(rt, "lease")

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
 )
 
 const (
@@ -52,6 +54,9 @@ func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn f
 	}
 	end := prefixEnd(prefix)
 	query, from := scanSQL(true, end != ""), prefix
+	if db.cfg.bugs.Has(bugs.ScanIgnoresDeadline) {
+		includeExpired = true // and reported live below
+	}
 	for {
 		var page []rawKey
 		var now int64
@@ -65,6 +70,9 @@ func (db *DB) Scan(ctx context.Context, prefix string, includeExpired bool, fn f
 		}
 		for _, r := range page {
 			k, err := r.info(now)
+			if db.cfg.bugs.Has(bugs.ScanIgnoresDeadline) && k.Expired {
+				k.Left, k.Expired = time.Millisecond, false
+			}
 			if err != nil {
 				return db.named("scan", keyName(prefix)+"*", err)
 			}

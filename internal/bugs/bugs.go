@@ -89,6 +89,9 @@ const (
 	// may be behind times writers used, so it reads keys as live that
 	// expired at a time already used.
 	ReadOnlyNoHWM
+	// ScanIgnoresDeadline makes Scan (statectl dump) list expired keys
+	// that no sweep has deleted yet as live ones.
+	ScanIgnoresDeadline
 	lastBug
 )
 
@@ -114,6 +117,7 @@ var names = map[Bug]string{
 	SyncFullUnsynced:          "sync-full-unsynced",
 	LossCheckEveryPage:        "loss-check-every-page",
 	ReadOnlyNoHWM:             "readonly-no-hwm",
+	ScanIgnoresDeadline:       "scan-ignores-deadline",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

@@ -67,7 +67,10 @@ type Result struct {
 }
 
 // Run runs in on db. For Flush, Run buffers each sub-input with
-// IncrBuffered and then calls Flush; Sweep calls Sweep.
+// IncrBuffered and then calls Flush; Sweep calls Sweep; Scan and Leases
+// call Scan and Leases and collect every row. A listing longer than the
+// engine's page reads each page at a time of its own, while the Input has
+// one NowMillis (the last page's): callers keep listings to one page.
 func Run(ctx context.Context, db *state.DB, in model.Input) Result {
 	switch in.Kind {
 	case model.Update:
@@ -80,6 +83,27 @@ func Run(ctx context.Context, db *state.DB, in model.Input) Result {
 			return Result{Err: err}
 		}
 		return Result{Out: model.Output{N: n}}
+	case model.Scan:
+		out := model.Output{Rows: []model.KeyRow{}}
+		err := db.Scan(ctx, in.Key, in.All, func(k state.KeyInfo) error {
+			out.Rows = append(out.Rows, model.KeyRow{Key: k.Key, Entry: model.Entry{Value: Value(k.Value), ExpiresAt: unixMillis(k.Expires)}})
+			return nil
+		})
+		if err != nil {
+			return Result{Err: err}
+		}
+		return Result{Out: out}
+	case model.Leases:
+		out := model.Output{Leases: []model.NamedLease{}}
+		err := db.Leases(ctx, in.All, func(l state.LeaseInfo) error {
+			out.Leases = append(out.Leases, model.NamedLease{Name: l.Name,
+				LeaseRow: model.LeaseRow{Owner: l.Owner, Token: l.Token, ExpiresAt: unixMillis(l.Expires)}})
+			return nil
+		})
+		if err != nil {
+			return Result{Err: err}
+		}
+		return Result{Out: out}
 	}
 	out, err := one(dbVerbs{ctx, db}, in)
 	return Result{Out: out, Err: err}
@@ -238,4 +262,13 @@ func ttlOpt(ms int64) []state.WriteOption {
 		return nil
 	}
 	return []state.WriteOption{state.TTL(millis(ms))}
+}
+
+// unixMillis returns t in unix milliseconds, and 0 for the zero Time (no
+// deadline, or a released lease).
+func unixMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
