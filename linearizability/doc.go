@@ -81,7 +81,7 @@
 // goes to every key partition, its count checked only when it is 0. A Scan
 // goes to every key partition with its prefix and to every key it listed,
 // each checked against the row listed for it (none if left out); Leases goes
-// to every lease partition the same way; that a listing's rows are in byte
+// to the lease partitions the same way; that a listing's rows are in byte
 // order, which no one partition sees, is checked before. PowerLoss
 // and Durable events go to every partition, and every committed FULL write is
 // also a Durable event in every other partition.

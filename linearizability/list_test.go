@@ -108,6 +108,15 @@ func TestLeaseListHistories(t *testing.T) {
 			full(do(0, 1, 2, t0, lease("l", "o"), token(1, t0+100))),
 			do(1, 3, 4, t0+100, list(false), held("l", "o", 1, t0+100)),
 		}},
+		{name: "a prefix leaves the other leases unchecked", verdict: Ok, history: []Op{
+			full(do(0, 1, 2, t0, lease("l", "o"), token(1, t0+100))),
+			full(do(0, 3, 4, t0, lease("m", "o"), token(1, t0+100))),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Leases, Key: "m"}, held("m", "o", 1, t0+100)),
+		}},
+		{name: "a lease outside the prefix", verdict: Illegal, partition: "l:l", mentions: `leases("m")`, history: []Op{
+			full(do(0, 1, 2, t0, lease("l", "o"), token(1, t0+100))),
+			do(1, 5, 6, t0+5, model.Input{Kind: model.Leases, Key: "m"}, held("l", "o", 1, t0+100)),
+		}},
 		{name: "a key is not a lease", verdict: Illegal, partition: "l:a", mentions: "leases(all)", history: []Op{
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
 			do(1, 3, 4, t0, list(true), held("a", "o", 1, t0+100)),

@@ -226,9 +226,9 @@ func listed(op Op) []partition {
 }
 
 // splitList projects a Scan or Leases into each partition of its namespace
-// it covers: for a Scan, every key with its prefix and every key it listed
+// it covers: every key or lease with its prefix, and every one it listed
 // (one without the prefix is listed wrongly, and the spec, listing nothing
-// there, says so); for Leases, every lease. Each part is checked against
+// there, says so). Each part is checked against
 // the rows listed for its own name, none if it was left out, so a listing
 // is checked key by key: each key's row as some moment of the call shows
 // it, not every key at one moment.
@@ -248,7 +248,7 @@ func splitList(op Op, base step, names []string, parts map[string]partition) []p
 	for _, name := range names {
 		p := parts[name]
 		want, has := mine[name]
-		if p.lease != lease || (!lease && !has && !strings.HasPrefix(p.key, in.Key)) {
+		if p.lease != lease || (!has && !strings.HasPrefix(p.key, in.Key)) {
 			continue
 		}
 		if !has {

@@ -37,9 +37,9 @@
 //   - Sweep: deletes every expired key row (never a lease); N = how many.
 //   - Scan: the key rows whose key starts with the prefix, in byte order of
 //     the keys, each with its value and deadline: the live ones, and with
-//     All also the expired rows not yet deleted. Leases: the lease rows in
-//     byte order of the names: the live ones, and with All every row. Both
-//     only read.
+//     All also the expired rows not yet deleted. Leases: the lease rows
+//     whose name starts with the prefix, in byte order of the names: the
+//     live ones, and with All every row. Both only read.
 //   - Update: the sub-inputs in order at the Update's now; the first whose
 //     Err is neither ErrNone nor ErrNotFound aborts: state unchanged,
 //     Err = that error. Abort=true models a callback that returns its own

@@ -40,7 +40,8 @@ const (
 	// Scan lists the key rows whose key starts with Key, live ones only
 	// unless All.
 	Scan
-	// Leases lists the lease rows, held ones only unless All.
+	// Leases lists the lease rows whose name starts with Key, held ones
+	// only unless All.
 	Leases
 	kindEnd
 )
@@ -103,7 +104,8 @@ func (k Kind) IsLease() bool { return k == Lease || k == Renew || k == Release }
 //	Update          Ops (any verb but Update, Flush, Sweep, Scan, Leases), Abort
 //	Flush           Ops (IncrBy only)
 //	Scan            Key (a prefix: "" lists every key), All (also expired rows)
-//	Leases          All (also expired and released leases)
+//	Leases          Key (a name prefix: "" lists every lease), All (also
+//	                expired and released leases)
 //
 // NowMillis is the engine time the call used, in unix milliseconds. The Ops
 // of an Update or Flush run at the parent's NowMillis; their own is ignored.
@@ -171,7 +173,12 @@ func (in Input) call() string {
 		}
 		return fmt.Sprintf("scan(%q)", in.Key)
 	case Leases:
-		if in.All {
+		switch {
+		case in.Key != "" && in.All:
+			return fmt.Sprintf("leases(%q, all)", in.Key)
+		case in.Key != "":
+			return fmt.Sprintf("leases(%q)", in.Key)
+		case in.All:
 			return "leases(all)"
 		}
 		return "leases()"

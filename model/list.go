@@ -26,12 +26,13 @@ func scan(s State, prefix string, all bool, nowMillis int64) Output {
 	return out
 }
 
-// listLeases lists the lease rows in byte order of the names: the held ones,
-// and with all also the free ones (expired or released).
-func listLeases(s State, all bool, nowMillis int64) Output {
+// listLeases lists the lease rows whose name starts with prefix, in byte
+// order of the names: the held ones, and with all also the free ones
+// (expired or released).
+func listLeases(s State, prefix string, all bool, nowMillis int64) Output {
 	out := Output{Leases: []NamedLease{}}
 	for _, n := range sortedKeys(s.Leases) {
-		if l := s.Leases[n]; all || l.Live(nowMillis) {
+		if l := s.Leases[n]; strings.HasPrefix(n, prefix) && (all || l.Live(nowMillis)) {
 			out.Leases = append(out.Leases, NamedLease{Name: n, LeaseRow: l})
 		}
 	}

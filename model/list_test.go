@@ -36,6 +36,7 @@ func TestLeases(t *testing.T) {
 		{"held only", s, Input{Kind: Leases}, s, Output{Leases: []NamedLease{{"l", held}}}},
 		{"with all, every row by name", s, Input{Kind: Leases, All: true}, s,
 			Output{Leases: []NamedLease{{"l", held}, {"m", expired}, {"n", released}}}},
+		{"a prefix", s, Input{Kind: Leases, Key: "m", All: true}, s, Output{Leases: []NamedLease{{"m", expired}}}},
 		{"none", st(map[string]Entry{"k": i7}, nil), Input{Kind: Leases, All: true}, st(map[string]Entry{"k": i7}, nil), Output{}},
 	})
 }
@@ -96,6 +97,7 @@ func TestListMatchesAndDescribe(t *testing.T) {
 	assert.Equal(t, `scan("a", all) @5 -> ["a"=7 exp@1000500, "b"="7"]`, Describe(Input{Kind: Scan, Key: "a", All: true, NowMillis: 5}, rows))
 	assert.Equal(t, `leases() @5 -> ["l"=owner "o" #2 exp@9]`, Describe(Input{Kind: Leases, NowMillis: 5}, held))
 	assert.Equal(t, `scan("") @5 -> []`, Describe(Input{Kind: Scan, NowMillis: 5}, Output{}))
+	assert.Equal(t, `leases("e1/", all) @5 -> []`, Describe(Input{Kind: Leases, Key: "e1/", All: true, NowMillis: 5}, Output{}))
 }
 
 func TestListJSONRoundTrip(t *testing.T) {

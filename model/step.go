@@ -59,7 +59,7 @@ func apply(s *State, in Input, nowMillis int64) Output {
 	case Scan:
 		return scan(*s, in.Key, in.All, nowMillis)
 	case Leases:
-		return listLeases(*s, in.All, nowMillis)
+		return listLeases(*s, in.Key, in.All, nowMillis)
 	}
 	return Output{Err: ErrInvalid}
 }

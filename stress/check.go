@@ -227,6 +227,9 @@ func (d *driver) count(history []linearizability.Op) {
 		}
 		if i := d.procOf(op.Client); i >= 0 && d.procs[i].cfg.ReadOnly {
 			r.ReaderCalls++
+			if k := op.Input.Kind; k == model.Scan || k == model.Leases {
+				r.ReaderListings++
+			}
 		}
 		if op.Unknown || op.Input.NowMillis == 0 {
 			continue
@@ -409,6 +412,14 @@ func (d *driver) checkLinearizable(history []linearizability.Op) {
 // goes whole to each of its epochs; no recorded op spanning epochs is one.)
 func inEpoch(op linearizability.Op, e int64) (linearizability.Op, bool) {
 	es := epochsOf(op.Input)
+	if k := op.Input.Kind; (k == model.Scan || k == model.Leases) && len(es) == 0 {
+		// A listing whose prefix names no epoch lists the rows of every
+		// one: each epoch gets its own.
+		other := func(key string) bool { k, ok := epochOfKey(key); return !ok || k != e }
+		op.Output.Rows = slices.DeleteFunc(slices.Clone(op.Output.Rows), func(r model.KeyRow) bool { return other(r.Key) })
+		op.Output.Leases = slices.DeleteFunc(slices.Clone(op.Output.Leases), func(l model.NamedLease) bool { return other(l.Name) })
+		return op, true
+	}
 	switch {
 	case len(es) == 0:
 		return op, true

@@ -83,6 +83,36 @@ func TestInEpochSplitsFlushesAndSweeps(t *testing.T) {
 	assert.Equal(t, get, got)
 }
 
+// A listing of one epoch's prefix (what the reader makes) is that epoch's;
+// one whose prefix names no epoch lists every epoch's rows, and each epoch
+// gets its own.
+func TestInEpochSplitsListings(t *testing.T) {
+	row := func(k string) model.KeyRow { return model.KeyRow{Key: k, Entry: model.Entry{Value: model.Int(1)}} }
+	lease := func(n string) model.NamedLease {
+		return model.NamedLease{Name: n, LeaseRow: model.LeaseRow{Owner: "o", Token: 1}}
+	}
+	epochs := linearizability.Op{Input: model.Input{Kind: model.Leases, Key: "e2/"},
+		Output: model.Output{Leases: []model.NamedLease{lease("e2/L0")}}}
+	_, ok := inEpoch(epochs, 1)
+	assert.False(t, ok)
+	got, ok := inEpoch(epochs, 2)
+	require.True(t, ok)
+	assert.Equal(t, epochs, got)
+
+	every := linearizability.Op{Input: model.Input{Kind: model.Scan, All: true},
+		Output: model.Output{Rows: []model.KeyRow{row("e1/a"), row("e2/a"), row("e2/n0"), row("x")}}}
+	got, ok = inEpoch(every, 2)
+	require.True(t, ok)
+	assert.Equal(t, []model.KeyRow{row("e2/a"), row("e2/n0")}, got.Output.Rows)
+	assert.Len(t, every.Output.Rows, 4, "the history's op is left as it was")
+	leases := linearizability.Op{Input: model.Input{Kind: model.Leases},
+		Output: model.Output{Leases: []model.NamedLease{lease("e1/L0"), lease("e1/L1"), lease("e3/L0")}}}
+	got, _ = inEpoch(leases, 1)
+	assert.Equal(t, []model.NamedLease{lease("e1/L0"), lease("e1/L1")}, got.Output.Leases)
+	got, _ = inEpoch(leases, 2)
+	assert.Empty(t, got.Output.Leases)
+}
+
 // leaseCallOp is a recorded Lease call of lease L; token 0 is a refusal.
 func leaseCallOp(client int, seq, token, call, ret int64) linearizability.Op {
 	op := linearizability.Op{Client: client, Seq: seq, Call: call, Return: ret, Durability: linearizability.Full,

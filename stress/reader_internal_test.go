@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/linearizability"
@@ -46,7 +47,9 @@ func TestReaderIsCheckedWithoutFlushesOrSweeps(t *testing.T) {
 			{1, false, 0, true, []linearizability.Op{at(1, 1, incr, model.Output{Int: 1}, 1010, 10)}},
 			{5, readOnly, 20, true, []linearizability.Op{
 				at(5, 1, get("e0/n0"), model.Output{Value: model.Int(1)}, 1530, 30),
-				at(6, 1, model.Input{Kind: model.TTL, Key: "e0/a"}, model.Output{Err: model.ErrNotFound}, 1532, 32)}},
+				at(6, 1, model.Input{Kind: model.TTL, Key: "e0/a"}, model.Output{Err: model.ErrNotFound}, 1532, 32),
+				at(6, 2, model.Input{Kind: model.Scan, Key: "e0/n"},
+					model.Output{Rows: []model.KeyRow{{Key: "e0/n0", Entry: model.Entry{Value: model.Int(1)}}}}, 1534, 34)}},
 			{9, false, 40, false, []linearizability.Op{
 				at(9, 1, incr, model.Output{Int: 2}, 1050, 50),
 				at(9, 2, get("e0/n0"), model.Output{Value: model.Int(2)}, 1052, 52)}},
@@ -70,6 +73,8 @@ func TestReaderIsCheckedWithoutFlushesOrSweeps(t *testing.T) {
 		history, err := d.history()
 		require.NoError(t, err)
 		d.count(history)
+		res := linearizability.Check(history, time.Minute)
+		require.True(t, res.Ok(), "%s\n%s", res, res.Description)
 		require.NoError(t, d.checkNotes(history))
 		d.checkClocks(history)
 		d.report.violations(checks.Counter(history, "e0/n0", 2))
@@ -78,8 +83,9 @@ func TestReaderIsCheckedWithoutFlushesOrSweeps(t *testing.T) {
 
 	r := run(t, true)
 	assert.Empty(t, r.Violations)
-	assert.Equal(t, 5, r.Operations)
-	assert.Equal(t, 2, r.ReaderCalls)
+	assert.Equal(t, 6, r.Operations)
+	assert.Equal(t, 3, r.ReaderCalls)
+	assert.Equal(t, 1, r.ReaderListings, "its listing came through the journal")
 
 	r = run(t, false)
 	assert.Zero(t, r.ReaderCalls)

@@ -96,8 +96,11 @@ type Report struct {
 
 	Operations  int // ops recorded: calls, flushes, and sweep statements that deleted keys
 	ReaderCalls int // those of them that read-only workers made
-	Cut         int // calls a kill left unknown
-	Failed      int // calls that failed with an error the model does not know
+	// ReaderListings counts the reader calls that were listings (Scan of
+	// the epoch's keys, Leases), as statectl dump and leases print them.
+	ReaderListings int
+	Cut            int // calls a kill left unknown
+	Failed         int // calls that failed with an error the model does not know
 	// Unavailable counts the calls and flushes a Redis server refused or
 	// could not be reached for (not applied, left out of the history), and
 	// Uncertain those whose reply was lost (kept as unknown outcomes).
@@ -210,7 +213,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	if r.Readers > 0 {
 		readers = fmt.Sprintf(" and %d read-only", r.Readers)
 		readerKills = fmt.Sprintf(" (%d read-only)", r.ReaderKills)
-		readerCalls = fmt.Sprintf(", %d by read-only workers", r.ReaderCalls)
+		readerCalls = fmt.Sprintf(", %d by read-only workers (%d listings)", r.ReaderCalls, r.ReaderListings)
 	}
 	fmt.Fprintf(&b, "processes:   %d at once%s of %d clients each, %d started, %d killed with SIGKILL%s, %v; stopped because %s\n",
 		r.Processes, readers, r.Goroutines, r.Started, r.Kills, readerKills, r.Elapsed.Round(time.Millisecond), r.Stopped)

@@ -71,6 +71,7 @@ func TestShortStressRunFindsNothing(t *testing.T) {
 	assert.Equal(t, stress.DefaultGoroutines, rep.Goroutines)
 	assert.Equal(t, stress.DefaultReaders, rep.Readers)
 	assert.Positive(t, rep.ReaderCalls, "the reader's calls are in the history")
+	assert.Positive(t, rep.ReaderListings, "and its listings (statectl dump, leases)")
 	assert.Less(t, rep.ReaderCalls, rep.Operations)
 	assert.Positive(t, rep.ReaderKills, "a reader was killed and started again")
 }

@@ -357,8 +357,8 @@ func (c *caller) step() error {
 // of the time.
 const readPauseMax = 2 * time.Millisecond
 
-// read is a reader's one move: a Get or TTL of a key of the current
-// epoch, journalled as every call is, then a pause.
+// read is a reader's one move: a Get, TTL or listing of the current
+// epoch's keys, journalled as every call is, then a pause.
 func (c *caller) read() error {
 	c.toEpoch()
 	if _, _, err := c.call(c.load.read()); err != nil {

@@ -134,8 +134,17 @@ func (w *workload) plain(inTx bool) model.Input {
 }
 
 // read returns a reader's call: a Get or a TTL of a plain key, a cold key
-// (often expired) or a counter key.
+// (often expired) or a counter key, or now and then a listing, as statectl
+// dump --prefix (of the current epoch's keys, fewer than a page) and
+// statectl leases print them, with or without --all (the leases of the
+// current epoch: the check takes an epoch at a time).
 func (w *workload) read() model.Input {
+	switch w.rng.IntN(16) {
+	case 0:
+		return model.Input{Kind: model.Scan, Key: w.prefix, All: w.rng.IntN(2) == 0}
+	case 1:
+		return model.Input{Kind: model.Leases, Key: w.prefix, All: w.rng.IntN(2) == 0}
+	}
 	keys := plainKeys
 	switch w.rng.IntN(4) {
 	case 0:

@@ -110,7 +110,7 @@ func Counter(history []linearizability.Op, key string, final int64) []Violation 
 				}
 				incs = append(incs, inc)
 			}
-		case model.Get, model.TTL:
+		case model.Get, model.TTL, model.Scan, model.Leases:
 			continue // a read: it changes nothing
 		default:
 			if touches(in, key) {

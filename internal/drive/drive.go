@@ -6,6 +6,7 @@ package drive
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/statekit/statekit/internal/checks"
@@ -68,7 +69,8 @@ type Result struct {
 
 // Run runs in on db. For Flush, Run buffers each sub-input with
 // IncrBuffered and then calls Flush; Sweep calls Sweep; Scan and Leases
-// call Scan and Leases and collect every row. A listing longer than the
+// call Scan and Leases and collect every row (for Leases, every row
+// whose name has the input's prefix: the engine's Leases takes none). A listing longer than the
 // engine's page reads each page at a time of its own, while the Input has
 // one NowMillis (the last page's): callers keep listings to one page.
 func Run(ctx context.Context, db *state.DB, in model.Input) Result {
@@ -96,6 +98,9 @@ func Run(ctx context.Context, db *state.DB, in model.Input) Result {
 	case model.Leases:
 		out := model.Output{Leases: []model.NamedLease{}}
 		err := db.Leases(ctx, in.All, func(l state.LeaseInfo) error {
+			if !strings.HasPrefix(l.Name, in.Key) {
+				return nil // the engine lists every lease; the caller asked for these
+			}
 			out.Leases = append(out.Leases, model.NamedLease{Name: l.Name,
 				LeaseRow: model.LeaseRow{Owner: l.Owner, Token: l.Token, ExpiresAt: unixMillis(l.Expires)}})
 			return nil
