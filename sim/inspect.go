@@ -14,7 +14,7 @@ import (
 // short-lived process of its own that opens the file without background
 // work (as cmd/statectl does), makes a few calls on the clients' keys and
 // closes. Two visits in three read (the file opened read-only: get, ttl,
-// dump, leases, check); the third writes (set, incr, del, as their
+// dump, leases, check); the third writes (set, incr, del, sweep, as their
 // commands do). Its
 // calls are recorded and checked as every other call is; crashes, pauses
 // and power losses reach it as they reach the others. It is started only
@@ -67,10 +67,13 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 		switch x := r.IntN(10); {
 		case !p.readOnly && x < 4:
 			in = &model.Input{Kind: model.Set, Key: key, Value: model.Int(r.Int64N(10))}
-		case !p.readOnly && x < 8:
+		case !p.readOnly && x < 7:
 			in = &model.Input{Kind: model.IncrBy, Key: key, Delta: 1}
-		case !p.readOnly:
+		case !p.readOnly && x < 9:
 			in = &model.Input{Kind: model.Del, Keys: []string{key}}
+		case !p.readOnly: // statectl sweep
+			w.sweep(t, p) // a failure that ends the handle stops p
+			continue
 		case x < 2:
 			if !w.integrity(t, p) {
 				return // it stopped p, or the power went

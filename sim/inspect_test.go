@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"bytes"
+	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -116,6 +119,7 @@ func TestInspectorWritesAreRecorded(t *testing.T) {
 	require.Empty(t, w.violations)
 	require.NotEmpty(t, w.history)
 	for _, op := range w.history {
+		// a sweep is recorded as the deletion of the keys it deleted
 		assert.Contains(t, []model.Kind{model.Set, model.IncrBy, model.Del}, op.Input.Kind)
 		assert.False(t, op.Unknown)
 	}
@@ -157,4 +161,45 @@ func TestListingsKeepTheModelledRows(t *testing.T) {
 	assert.Equal(t, model.Leases, last.Input.Kind)
 	assert.True(t, last.Output.Equal(leases), "recorded as answered")
 	assert.True(t, linearizability.Check(w.history, time.Minute).Ok())
+}
+
+// statectl sweep, a writing visit's call, deletes what expired and is
+// recorded as any sweep is: the deletion of the keys it deleted.
+func TestInspectorSweepsAreRecorded(t *testing.T) {
+	cfg := DefaultConfig(1)
+	var trace bytes.Buffer
+	cfg.Trace = &trace
+	w := newWorld(cfg)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	w.sched.spawn(kindTask, "writer", p, w.newClient(), func(th *thread) {
+		for _, k := range w.keys {
+			w.verb(th, p, th.client, &model.Input{Kind: model.Set, Key: k, Value: model.Int(7), TTLMillis: 1})
+		}
+	})
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	w.stop(p, false) // no sweeper of its own: what expired waits for statectl
+	require.True(t, w.runUntil(func() bool { return p.db == nil }))
+	w.advance(10) // past every deadline
+	writes := len(w.history)
+
+	swept := regexp.MustCompile(fmt.Sprintf(`p%d sweep: [1-9]`, inspectorPID))
+	for range 50 {
+		if swept.Match(trace.Bytes()) {
+			break
+		}
+		visitAs(t, w, false, inspectCallsMax)
+	}
+	require.Regexp(t, swept, trace.String(), "no visit swept in 50")
+	require.Empty(t, w.violations)
+	var deleted []string
+	for _, op := range w.history[writes:] {
+		if op.Input.Kind == model.Del && op.Input.NowMillis > 0 {
+			deleted = append(deleted, op.Input.Keys...)
+		}
+	}
+	assert.NotEmpty(t, deleted, "the sweep's deletions are in the history")
+	res := linearizability.Check(w.history, time.Minute)
+	assert.True(t, res.Ok(), "%s", res)
 }
