@@ -9,7 +9,8 @@
 // directory syncs, and fills the disk. statectl visits too (inspect.go): a
 // process of its own opens the live file without background work, reads a
 // few keys, lists them (dump, leases) or checks the file (read-only) or
-// writes a few (set, incr, del, sweep), and closes.
+// writes a few (set, incr, decr, del, expire, cas, sweep, run's lease),
+// and closes.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

@@ -14,8 +14,8 @@ import (
 // short-lived process of its own that opens the file without background
 // work (as cmd/statectl does), makes a few calls on the clients' keys and
 // closes. Two visits in three read (the file opened read-only: get, ttl,
-// dump, leases, check); the third writes (set, incr, del, sweep, as their
-// commands do). Its
+// dump, leases, check); the third writes (set, incr, decr, del, expire,
+// cas, sweep, and run's lease, renewal and release, as their commands do). Its
 // calls are recorded and checked as every other call is; crashes, pauses
 // and power losses reach it as they reach the others. It is started only
 // by an inspect draw (Rates.Inspect), never by the lifecycle.
@@ -65,14 +65,21 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 		key := w.keys[r.IntN(len(w.keys))]
 		in := &model.Input{Kind: model.Get, Key: key}
 		switch x := r.IntN(10); {
-		case !p.readOnly && x < 4:
+		case !p.readOnly && x < 3:
 			in = &model.Input{Kind: model.Set, Key: key, Value: model.Int(r.Int64N(10))}
-		case !p.readOnly && x < 7:
-			in = &model.Input{Kind: model.IncrBy, Key: key, Delta: 1}
-		case !p.readOnly && x < 9:
+		case !p.readOnly && x < 5: // statectl incr, decr
+			in = &model.Input{Kind: model.IncrBy, Key: key, Delta: []int64{1, -1}[r.IntN(2)]}
+		case !p.readOnly && x == 5:
 			in = &model.Input{Kind: model.Del, Keys: []string{key}}
-		case !p.readOnly: // statectl sweep
+		case !p.readOnly && x == 6:
+			in = &model.Input{Kind: model.Expire, Key: key, TTLMillis: r.Int64N(2000) - 100}
+		case !p.readOnly && x == 7:
+			in = &model.Input{Kind: model.CAS, Key: key, Expected: model.Ptr(model.Int(r.Int64N(10))), New: model.Ptr(model.Int(r.Int64N(10)))}
+		case !p.readOnly && x == 8: // statectl sweep
 			w.sweep(t, p) // a failure that ends the handle stops p
+			continue
+		case !p.readOnly: // statectl run
+			w.inspectRun(t, p, c, r)
 			continue
 		case x < 2:
 			if !w.integrity(t, p) {
@@ -94,6 +101,34 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 		}
 	}
 	w.stop(p, false)
+}
+
+// inspectRun is statectl run on one of the clients' leases: the grant
+// (a holder's lease is waited for no longer than the visit lasts: it is
+// refused), a renewal as the command runs, and the release when it ends.
+func (w *world) inspectRun(t *thread, p *process, c *client, r *rand.Rand) {
+	li := r.IntN(len(w.leases))
+	ttl := leaseTTLMin + r.Int64N(leaseTTLSpan)
+	in := model.Input{Kind: model.Lease, Key: w.leases[li], Owner: c.owner, TTLMillis: ttl}
+	out, known := w.verb(t, p, c.id, &in)
+	w.leaseOutcome(c, li, in, out, known)
+	if !known || out.Err != model.ErrNone {
+		return
+	}
+	for _, kind := range []model.Kind{model.Renew, model.Release} {
+		if p.stopping {
+			return
+		}
+		in := model.Input{Kind: kind, Key: w.leases[li], Owner: c.owner, Token: out.Token}
+		if kind == model.Renew {
+			in.TTLMillis = ttl
+		}
+		o, known := w.verb(t, p, c.id, &in)
+		w.leaseOutcome(c, li, in, o, known)
+		if !known {
+			return
+		}
+	}
 }
 
 // allProcs returns the client processes and the inspector, for what
