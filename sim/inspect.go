@@ -47,11 +47,15 @@ func (w *world) inspect(r *rand.Rand) bool {
 }
 
 // openRefused reports whether a read-only open's refusal is the file not
-// being a statekit file yet: it is missing, or holds no schema. That is
-// right only while no writable open has succeeded since the file was last
-// found without one (schemaSeen, at the open's start).
+// being a statekit file yet: it is missing, holds no schema, or its
+// creation was cut short before the file was in WAL mode (the switch
+// writes through a rollback journal, which only a writable open may roll
+// back). That is right only while no writable open has succeeded since
+// the file was last found without a schema (schemaSeen, at the open's
+// start).
 func openRefused(err error) bool {
-	return errors.Is(err, state.ErrNotStatekit) || (errors.Is(err, state.ErrCannotOpen) && errors.Is(err, fs.ErrNotExist))
+	return errors.Is(err, state.ErrNotStatekit) || errors.Is(err, state.ErrUnfinishedWrite) ||
+		(errors.Is(err, state.ErrCannotOpen) && errors.Is(err, fs.ErrNotExist))
 }
 
 // inspectVisit is the inspector's visit once its handle is open: its

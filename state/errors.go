@@ -70,6 +70,14 @@ var (
 	// and say how to read the file anyway (WithReadOnly). A refused write
 	// also ends the handle, as ErrIO does, and wraps ErrIO.
 	ErrReadOnly = errors.New("statekit: database is read-only")
+	// ErrUnfinishedWrite is returned by Open WithReadOnly when a write to
+	// the file was cut short (by a crash or a power loss) outside its WAL:
+	// the rollback journal beside it (FILE-journal) holds pages that must be
+	// put back before the file can be read, and only a connection that may
+	// write can put them back. A writable Open does it. statekit writes that
+	// way only while it creates a file, before the file is in WAL mode;
+	// another program can when it switched the file out of WAL mode.
+	ErrUnfinishedWrite = errors.New("statekit: a write cut short must be rolled back first")
 	// ErrCannotOpen is returned by Open when the operating system would not
 	// open the file or the -wal or -shm file beside it: too many open files,
 	// a missing directory, a file it may not read. It wraps the operating
@@ -169,6 +177,9 @@ const (
 	sqliteProtocol  = 15 // a WAL read lock not had after many tries
 	sqliteNotADB    = 26
 
+	// sqliteReadOnlyRollback is SQLITE_READONLY_ROLLBACK: a read-only
+	// connection found a hot rollback journal.
+	sqliteReadOnlyRollback = sqliteReadOnly | 3<<8
 	// sqliteIOErrShmMap is SQLITE_IOERR_SHMMAP: mmap of the -shm file
 	// failed.
 	sqliteIOErrShmMap = sqliteIOErr | 21<<8

@@ -25,7 +25,9 @@ import (
 // untouched; ErrBusy when another process holds the lock past the busy
 // timeout (Open's waits share one, and the WAL repair at open another);
 // ErrReadOnly, wrapping the operating system's error, for a file the
-// process may not write (WithReadOnly reads it); ErrCannotOpen, wrapping
+// process may not write (WithReadOnly reads it); ErrUnfinishedWrite, with
+// WithReadOnly, for a file whose last write was cut short outside its WAL
+// (a writable Open rolls it back); ErrCannotOpen, wrapping
 // the operating system's error, when it would not open the file or its
 // -wal or -shm (a missing directory, or file with WithReadOnly:
 // fs.ErrNotExist; a directory: syscall.EISDIR; too many open files:
@@ -342,7 +344,7 @@ func (db *DB) open(dsn string) error {
 			if err := create(ctx, conn, db.path, db.cfg); err != nil {
 				return err
 			}
-		} else if err := toWAL(ctx, conn, db.cfg); err != nil {
+		} else if err := backToWAL(ctx, conn, db.cfg); err != nil {
 			return openError(ctx, db.path, err)
 		}
 		// NORMAL for SyncFull too: its commits are synced after COMMIT,

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	sqlite "modernc.org/sqlite"
 )
 
 // readOnlyFile reports whether SQLite treats the file on conn as read-only
@@ -89,6 +91,8 @@ func (db *DB) openCause(err error, mark uint64) error {
 			msg:  fmt.Sprintf("open %s: %v: %s (%v)", db.path, ErrCannotOpen, osCauseText(cause), err),
 			errs: []error{ErrCannotOpen, cause, err},
 		}
+	case db.cfg.readOnly && sqliteExtendedCode(err) == sqliteReadOnlyRollback:
+		return unfinishedWrite(db.path, err)
 	case errors.Is(err, ErrReadOnly) && sqliteCode(err) == sqliteReadOnly:
 		// SQLite could not create the -wal or -shm file
 		// (SQLITE_READONLY_DIRECTORY, _CANTINIT).
@@ -172,4 +176,20 @@ func osCauseText(cause error) string {
 		return fmt.Sprintf("%s %s: %s", pe.Op, pe.Path, errnoText(errno))
 	}
 	return cause.Error()
+}
+
+// journalSuffix names the rollback journal beside the file.
+const journalSuffix = "-journal"
+
+// unfinishedWrite is the error of a read-only Open that found a hot
+// rollback journal (SQLITE_READONLY_ROLLBACK in err): not ErrReadOnly, which
+// would say the file may not be written.
+func unfinishedWrite(path string, err error) error {
+	var se *sqlite.Error
+	errors.As(err, &se)
+	return &causeError{
+		msg: fmt.Sprintf("open %s: %v: %s%s holds the pages to put back, which a read-only open may not do; "+
+			"an Open that may write does it (%v)", path, ErrUnfinishedWrite, path, journalSuffix, se),
+		errs: []error{ErrUnfinishedWrite, se},
+	}
 }

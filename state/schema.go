@@ -132,6 +132,22 @@ func create(ctx context.Context, conn *sql.Conn, path string, cfg config) error 
 	return nil
 }
 
+// backToWAL is toWAL for a file with a schema. One another program
+// switched out of WAL mode (the sqlite3 shell's PRAGMA journal_mode=DELETE)
+// is switched back, and its -wal made, which SQLite does only at the next
+// read and Open opens next (walsync.go).
+func backToWAL(ctx context.Context, conn *sql.Conn, cfg config) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return err
+	}
+	if err := toWAL(ctx, conn, cfg); err != nil || mode == "wal" {
+		return err
+	}
+	_, err := conn.ExecContext(ctx, `SELECT count(*) FROM sqlite_schema`)
+	return err
+}
+
 // toWAL switches the file to WAL mode. SQLite answers SQLITE_BUSY at once,
 // without its busy handler, when another process reads the file during the
 // switch (several processes creating one file at the same moment), so this

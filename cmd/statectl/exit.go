@@ -64,6 +64,10 @@ func fileMessage(path string, err error) string {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return path + ": no such file"
+	case errors.Is(err, state.ErrUnfinishedWrite):
+		return fmt.Sprintf("%s: a write cut short must be rolled back first: %s-journal holds the pages to put "+
+			"back, which a read command may not do; any write command does it, as does the application "+
+			"opening the file", path, path)
 	case errors.Is(err, fs.ErrPermission) && !errors.Is(err, state.ErrReadOnly):
 		// (The library's ErrReadOnly says which files SQLite could not
 		// create, and where: the file itself may be writable.)

@@ -48,19 +48,29 @@ var errChanged = errors.New("it changed while statectl copied it to read without
 // changing while it is copied.
 const copyTries = 3
 
-// afterCopy, when a test sets it, runs once path and its -wal are copied
+// afterCopy, when a test sets it, runs once path and the files beside it are copied
 // and before they are read again: the moment a writer that came meanwhile
 // must be noticed.
 var afterCopy func(path string)
 
 // walPath is the -wal file of path, beside the file a symbolic link
 // names, where SQLite puts it.
-func walPath(path string) string {
+func walPath(path string) string { return besidePath(path, "-wal") }
+
+// besidePath is the file of path with suffix (-wal, -journal), beside the
+// file a symbolic link names, where SQLite puts it.
+func besidePath(path, suffix string) string {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	return path + "-wal"
+	return path + suffix
 }
+
+// sidecars are the files beside path a copy takes with it: the WAL, and the
+// rollback journal a write cut short outside the WAL leaves, whose pages
+// must be put back before the file is read (a read-only open of the copy
+// refuses it then, as one of the file would).
+var sidecars = [...]string{"-wal", "-journal"}
 
 // hasLiveWAL reports whether path has a -wal file that a process may be
 // using: one a copy could catch half-written, or miss a commit of.
@@ -155,8 +165,8 @@ func (e *tmpError) Error() string {
 // copySize is the room a copy of path and its -wal takes.
 func copySize(path string) int64 {
 	var n int64
-	for _, p := range []string{path, walPath(path)} {
-		if fi, err := os.Stat(p); err == nil {
+	for _, suffix := range append([]string{""}, sidecars[:]...) {
+		if fi, err := os.Stat(besidePath(path, suffix)); err == nil {
 			n += fi.Size()
 		}
 	}
@@ -168,24 +178,29 @@ type copyWriteError struct{ err error }
 
 func (e *copyWriteError) Error() string { return e.err.Error() }
 
-// hashFiles returns the SHA-256 of path and of its -wal (a zero sum when
-// there is none), copying them to new files cp and cp-wal on the way
-// unless cp is empty.
-func hashFiles(path, cp string) (sums [2][sha256.Size]byte, err error) {
+// hashFiles returns the SHA-256 of path and of the files beside it a copy
+// takes (sidecars; a zero sum for one there is not), copying them to new
+// files cp, cp-wal and cp-journal on the way unless cp is empty.
+func hashFiles(path, cp string) (sums [1 + len(sidecars)][sha256.Size]byte, err error) {
 	if sums[0], err = hashFile(path, cp); err != nil {
 		return sums, err
 	}
-	walCopy := ""
-	if cp != "" {
-		walCopy = cp + "-wal"
+	for i, suffix := range sidecars {
+		to := ""
+		if cp != "" {
+			to = cp + suffix
+		}
+		sums[1+i], err = hashFile(besidePath(path, suffix), to)
+		if errors.Is(err, fs.ErrNotExist) {
+			// None, or the last writer's close removed it meanwhile:
+			// the second reading differs from the first then.
+			err = nil
+		}
+		if err != nil {
+			return sums, err
+		}
 	}
-	sums[1], err = hashFile(walPath(path), walCopy)
-	if errors.Is(err, fs.ErrNotExist) {
-		// No -wal, or the last writer's close removed it meanwhile: the
-		// second reading differs from the first then.
-		return sums, nil
-	}
-	return sums, err
+	return sums, nil
 }
 
 // hashFile returns the SHA-256 of the file at path, copying it to a new
