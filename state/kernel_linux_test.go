@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/statekit/statekit/internal/journaltest"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -360,6 +361,43 @@ func TestKernelReadOnlyMount(t *testing.T) {
 	v, err := ro.Get(t.Context(), "k")
 	require.NoError(t, err)
 	assert.Equal(t, "v", v.String())
+}
+
+// TestKernelReadOnlyMountWithAWriteCutShort: on a file system mounted
+// read-only, a file whose last write was cut short outside its WAL (a hot
+// -journal beside it) is ErrUnfinishedWrite opened WithReadOnly, saying to
+// mount it writable, never the half-done write: read as immutable, as a
+// sound file there is, SQLite ignores the journal and reads it. Mounted
+// writable again, an Open rolls the write back and finds every row.
+func TestKernelReadOnlyMountWithAWriteCutShort(t *testing.T) {
+	dir, _ := mountLoopExt4(t, 16, "rw")
+	const n = 200
+	path := journaltest.CutWrite(t, dir, n)
+	if out, err := run("mount", "-o", "remount,ro", dir); err != nil {
+		t.Fatalf("remount read-only: %s", out)
+	}
+	ro, err := state.Open(path, state.WithReadOnly())
+	if ro != nil {
+		ro.Close()
+	}
+	require.ErrorIs(t, err, state.ErrUnfinishedWrite)
+	assert.Contains(t, err.Error(), path+"-journal")
+	assert.Contains(t, err.Error(), "on the file system mounted writable")
+	t.Logf("read-only open: %v", err)
+
+	if out, err := run("mount", "-o", "remount,rw", dir); err != nil {
+		t.Fatalf("remount writable: %s", out)
+	}
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range n {
+		_, err := db.Get(t.Context(), journaltest.Key(i))
+		require.NoError(t, err, journaltest.Key(i))
+	}
+	findings, err := db.Check(t.Context())
+	require.NoError(t, err)
+	assert.Empty(t, findings)
 }
 
 // TestKernelForcedReadOnly: ext4 forced read-only under an open handle (an

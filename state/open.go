@@ -128,12 +128,14 @@ func (db *DB) dataSource() (string, error) {
 	immutable := false
 	if db.cfg.readOnly {
 		q = append(q, "mode=ro")
-		if db.cfg.fs == nil && readOnlyFS(db.path) && !hasWAL(db.path) {
+		if db.cfg.fs == nil && readOnlyFS(db.path) && !hasWAL(db.path) && !hotJournal(db.path) {
 			immutable = true
 			// On a read-only file system SQLite can neither create the
 			// -wal and -shm files it reads a WAL file with, nor can
 			// anyone change the file: it is read as immutable, without
-			// them. (A -wal left by a crash must be read: then it is not.)
+			// them. (A -wal left by a crash must be read: then it is not.
+			// Nor is a file with a write cut short outside the WAL:
+			// read as immutable, SQLite reads the half-done write.)
 			q = append(q, "immutable=1")
 		}
 	}
@@ -282,6 +284,25 @@ func hasWAL(path string) bool {
 	}
 	st, err := os.Stat(real + walSuffix)
 	return err == nil && st.Size() > 0
+}
+
+// hotJournal reports whether path has a rollback journal beside it that
+// a write cut short may have left: not empty, its header not zeroed (in
+// journal_mode=PERSIST SQLite zeroes a finished write's header and keeps
+// the file).
+func hotJournal(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	f, err := os.Open(real + journalSuffix)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var first [1]byte
+	_, err = f.ReadAt(first[:], 0)
+	return err == nil && first[0] != 0
 }
 
 // cannotOpen is ErrCannotOpen for a file the operating system would not

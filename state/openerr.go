@@ -92,7 +92,7 @@ func (db *DB) openCause(err error, mark uint64) error {
 			errs: []error{ErrCannotOpen, cause, err},
 		}
 	case db.cfg.readOnly && sqliteExtendedCode(err) == sqliteReadOnlyRollback:
-		return unfinishedWrite(db.path, err)
+		return unfinishedWrite(db.path, db.cfg.fs == nil && readOnlyFS(db.path), err)
 	case errors.Is(err, ErrReadOnly) && sqliteCode(err) == sqliteReadOnly:
 		// SQLite could not create the -wal or -shm file
 		// (SQLITE_READONLY_DIRECTORY, _CANTINIT).
@@ -182,14 +182,19 @@ func osCauseText(cause error) string {
 const journalSuffix = "-journal"
 
 // unfinishedWrite is the error of a read-only Open that found a hot
-// rollback journal (SQLITE_READONLY_ROLLBACK in err): not ErrReadOnly, which
-// would say the file may not be written.
-func unfinishedWrite(path string, err error) error {
+// rollback journal (SQLITE_READONLY_ROLLBACK in err), on a read-only file
+// system when roFS: not ErrReadOnly, which would say the file may not be
+// written.
+func unfinishedWrite(path string, roFS bool, err error) error {
 	var se *sqlite.Error
 	errors.As(err, &se)
+	who := "an Open that may write does it"
+	if roFS {
+		who = "an Open that may write does it, on the file system mounted writable"
+	}
 	return &causeError{
 		msg: fmt.Sprintf("open %s: %v: %s%s holds the pages to put back, which a read-only open may not do; "+
-			"an Open that may write does it (%v)", path, ErrUnfinishedWrite, path, journalSuffix, se),
+			"%s (%v)", path, ErrUnfinishedWrite, path, journalSuffix, who, se),
 		errs: []error{ErrUnfinishedWrite, se},
 	}
 }
