@@ -164,9 +164,9 @@ flags before "--" and the command to run after it.)
 	fmt.Fprint(w, `
 dump, leases, info, check, get and ttl open FILE read-only: they never create,
 change or advance anything in it or beside it (a FILE no process has open, with
-no FILE-wal, is read from a private copy in $TMPDIR, which needs room for all
-of FILE) and are safe beside a running application. The other commands create
-FILE when it is missing.
+no FILE-wal or FILE-journal, is read from a private copy in $TMPDIR, which needs
+room for all of FILE) and are safe beside a running application. The other
+commands create FILE when it is missing.
 
 FILE may instead be the URL of a store on a Redis server, as a program's
 state.Open takes it: redis://[user:password@]host:port/db?prefix=app:

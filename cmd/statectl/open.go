@@ -19,7 +19,8 @@ import (
 // mode, where they would stop its owner from writing it). So a file with no
 // -wal, which no process has open, is read from a private copy
 // (snapshot.go); a file with a -wal, which a writer may have open and whose
-// latest commits may be there, is read in place.
+// latest commits may be there, is read in place, as is one with a rollback
+// journal (hasJournal).
 func openRead(path string) (*state.DB, error) {
 	if isURL(path) {
 		return openURL(path)
@@ -28,7 +29,7 @@ func openRead(path string) (*state.DB, error) {
 		return nil, err
 	}
 	for try := 1; ; try++ {
-		if !hasLiveWAL(path) {
+		if !hasLiveWAL(path) && !hasJournal(path) {
 			snap, err := openSnapshot(path)
 			switch {
 			case errors.Is(err, errChanged) && try < copyTries:

@@ -80,6 +80,24 @@ func hasLiveWAL(path string) bool {
 	return !errors.Is(err, fs.ErrNotExist) && !unusedWAL(strings.TrimSuffix(wal, "-wal"))
 }
 
+// hasJournal reports whether path has a rollback journal beside it whose
+// header is not zeroed: a write in rollback-journal mode (another
+// program's: statekit writes one only while it creates a file) is under
+// way, or was cut short. SQLite's locks tell which, so such a file is read
+// in place: beside a writer it reads the last commit, and a write cut short
+// is refused (ErrUnfinishedWrite) before SQLite looks for a WAL. Either way
+// nothing is created beside the file.
+func hasJournal(path string) bool {
+	f, err := os.Open(besidePath(path, "-journal"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var first [1]byte
+	_, err = f.ReadAt(first[:], 0)
+	return err == nil && first[0] != 0
+}
+
 // openSnapshot opens a private copy of path (and of its -wal, if any)
 // read-only. It returns errNoSnapshot when path has a live -wal file
 // (hasLiveWAL), errChanged when the files changed while they were copied,
