@@ -76,7 +76,9 @@ var (
 	// put back before the file can be read, and only a connection that may
 	// write can put them back. A writable Open does it. statekit writes that
 	// way only while it creates a file, before the file is in WAL mode;
-	// another program can when it switched the file out of WAL mode.
+	// another program can when it switched the file out of WAL mode. On a
+	// file system mounted read-only it wraps syscall.EROFS: mount it
+	// writable first.
 	ErrUnfinishedWrite = errors.New("statekit: a write cut short must be rolled back first")
 	// ErrCannotOpen is returned by Open when the operating system would not
 	// open the file or the -wal or -shm file beside it: too many open files,

@@ -383,6 +383,8 @@ func TestKernelReadOnlyMountWithAWriteCutShort(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrUnfinishedWrite)
 	assert.Contains(t, err.Error(), path+"-journal")
 	assert.Contains(t, err.Error(), "on the file system mounted writable")
+	assert.ErrorIs(t, err, syscall.EROFS)
+	assert.NotErrorIs(t, err, state.ErrReadOnly)
 	t.Logf("read-only open: %v", err)
 
 	if out, err := run("mount", "-o", "remount,rw", dir); err != nil {

@@ -183,18 +183,19 @@ const journalSuffix = "-journal"
 
 // unfinishedWrite is the error of a read-only Open that found a hot
 // rollback journal (SQLITE_READONLY_ROLLBACK in err), on a read-only file
-// system when roFS: not ErrReadOnly, which would say the file may not be
-// written.
+// system when roFS (it wraps syscall.EROFS then): not ErrReadOnly, which
+// would say the file may not be written.
 func unfinishedWrite(path string, roFS bool, err error) error {
 	var se *sqlite.Error
 	errors.As(err, &se)
-	who := "an Open that may write does it"
+	who, errs := "an Open that may write does it", []error{ErrUnfinishedWrite, se}
 	if roFS {
 		who = "an Open that may write does it, on the file system mounted writable"
+		errs = append(errs, syscall.EROFS)
 	}
 	return &causeError{
 		msg: fmt.Sprintf("open %s: %v: %s%s holds the pages to put back, which a read-only open may not do; "+
 			"%s (%v)", path, ErrUnfinishedWrite, path, journalSuffix, who, se),
-		errs: []error{ErrUnfinishedWrite, se},
+		errs: errs,
 	}
 }

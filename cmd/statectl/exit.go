@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/statekit/statekit/state"
 )
@@ -65,9 +66,13 @@ func fileMessage(path string, err error) string {
 	case errors.Is(err, fs.ErrNotExist):
 		return path + ": no such file"
 	case errors.Is(err, state.ErrUnfinishedWrite):
+		where := ""
+		if errors.Is(err, syscall.EROFS) {
+			where = "on its file system mounted writable, "
+		}
 		return fmt.Sprintf("%s: a write cut short must be rolled back first: %s-journal holds the pages to put "+
-			"back, which a read command may not do; any write command does it, as does the application "+
-			"opening the file", path, path)
+			"back, which a read command may not do; %sany write command does it, as does the application "+
+			"opening the file", path, path, where)
 	case errors.Is(err, fs.ErrPermission) && !errors.Is(err, state.ErrReadOnly):
 		// (The library's ErrReadOnly says which files SQLite could not
 		// create, and where: the file itself may be writable.)
