@@ -75,8 +75,9 @@ var (
 	// the rollback journal beside it (FILE-journal) holds pages that must be
 	// put back before the file can be read, and only a connection that may
 	// write can put them back. A writable Open does it. statekit writes that
-	// way only while it creates a file, before the file is in WAL mode;
-	// another program can when it switched the file out of WAL mode. On a
+	// way only to put a file in WAL mode (when it creates one, or switches
+	// back one another program switched out of WAL mode); another program
+	// can, having switched the file out of WAL mode. On a
 	// file system mounted read-only it wraps syscall.EROFS: mount it
 	// writable first.
 	ErrUnfinishedWrite = errors.New("statekit: a write cut short must be rolled back first")
