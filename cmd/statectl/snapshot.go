@@ -82,7 +82,7 @@ func hasLiveWAL(path string) bool {
 
 // hasJournal reports whether path has a rollback journal beside it whose
 // header is not zeroed: a write in rollback-journal mode (another
-// program's: statekit writes one only while it creates a file) is under
+// program's: statekit writes one only to put a file in WAL mode) is under
 // way, or was cut short. SQLite's locks tell which, so such a file is read
 // in place: beside a writer it reads the last commit, and a write cut short
 // is refused (ErrUnfinishedWrite) before SQLite looks for a WAL. Either way
