@@ -59,7 +59,7 @@ func (p *ProcessFS) SyncDir(name string) error {
 		return fmt.Errorf("sync directory of %q: %w", name, m.cut())
 	}
 	dir := path.Dir(name)
-	if err := m.injected(OpSyncDir); err != nil {
+	if err := m.injected(OpSyncDir, p.pid); err != nil {
 		for n := range m.dirPending {
 			if path.Dir(n) == dir {
 				m.dirFailed[n] = true

@@ -47,8 +47,9 @@ type plan struct {
 	failRate      [opCount]float64
 	budget        int64 // bytes writes may still add; < 0: unlimited
 	syncNoop      bool
-	dropSync      bool // a failed sync drops its pages: SetDropFailedSyncs
-	keepUnwritten bool // a failed sync leaves the blocks it allocated unwritten: SetKeepUnwritten
+	dropSync      bool         // a failed sync drops its pages: SetDropFailedSyncs
+	keepUnwritten bool         // a failed sync leaves the blocks it allocated unwritten: SetKeepUnwritten
+	spared        map[int]bool // processes whose calls injected errors pass over: Spare
 }
 
 // PowerLossAt arms a power cut during the nth mutating call (a write, sync
@@ -74,6 +75,22 @@ func (m *MemFS) FailAt(op Op, n int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.plan.failIn[op] = max(n, 0)
+}
+
+// Spare makes injected errors (FailAt, SetFailRate) pass over process
+// pid's calls, or (on false) reach them again: they neither fail nor count
+// toward the nth call FailAt armed. Power cuts and the write budget still
+// reach them. A simulator spares a program whose failed sync no other
+// process could learn of (Linux reports a failed write-back only to the
+// descriptors open at the time), when the runs it checks do not ask that
+// of any process.
+func (m *MemFS) Spare(pid int, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.plan.spared == nil {
+		m.plan.spared = map[int]bool{}
+	}
+	m.plan.spared[pid] = on
 }
 
 // SetFailRate makes each call of op fail with probability p, drawn from the
@@ -159,9 +176,12 @@ func (m *MemFS) cut() error {
 	return fmt.Errorf("power cut (%s): %w", m.plan.cutMode, ErrPowerLost)
 }
 
-// injected returns an ErrInjected error if this call of op is to fail.
-// Called with m.mu held.
-func (m *MemFS) injected(op Op) error {
+// injected returns an ErrInjected error if this call of op, by process
+// pid, is to fail. Called with m.mu held.
+func (m *MemFS) injected(op Op, pid int) error {
+	if m.plan.spared[pid] {
+		return nil
+	}
 	fail := false
 	if n := m.plan.failIn[op]; n > 0 {
 		m.plan.failIn[op] = n - 1

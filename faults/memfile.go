@@ -207,7 +207,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("read %q at %d: negative offset", f.name, off)
 	}
 	m.stats.Reads++
-	if err := m.injected(OpRead); err != nil {
+	if err := m.injected(OpRead, f.view.pid); err != nil {
 		return 0, fmt.Errorf("read %q: %w", f.name, err)
 	}
 	if off >= int64(len(f.ino.data)) {
@@ -246,7 +246,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		f.ino.write(p, off)
 		return 0, fmt.Errorf("write %q: %w", f.name, m.cut())
 	}
-	if err := m.injected(OpWrite); err != nil {
+	if err := m.injected(OpWrite, f.view.pid); err != nil {
 		return 0, fmt.Errorf("write %q: %w", f.name, err)
 	}
 	n, err := m.spend(off, int64(len(p)))
@@ -283,7 +283,7 @@ func (f *memFile) WriteThrough(p []byte, off int64) error {
 		f.ino.write(p, off)
 		return fmt.Errorf("write %q: %w", f.name, m.cut())
 	}
-	if err := m.injected(OpWrite); err != nil {
+	if err := m.injected(OpWrite, f.view.pid); err != nil {
 		return fmt.Errorf("write %q: %w", f.name, err)
 	}
 	if m.plan.budget >= 0 && int64(len(p)) > m.plan.budget {
@@ -327,7 +327,7 @@ func (f *memFile) Truncate(size int64) error {
 		f.ino.truncate(size)
 		return fmt.Errorf("truncate %q: %w", f.name, m.cut())
 	}
-	if err := m.injected(OpTruncate); err != nil {
+	if err := m.injected(OpTruncate, f.view.pid); err != nil {
 		return fmt.Errorf("truncate %q: %w", f.name, err)
 	}
 	f.ino.truncate(size)
@@ -355,7 +355,7 @@ func (f *memFile) Sync() error {
 	if m.cutDue() {
 		return fmt.Errorf("sync %q: %w", f.name, m.cut())
 	}
-	if err := m.injected(OpSync); err != nil {
+	if err := m.injected(OpSync, f.view.pid); err != nil {
 		dropped := len(f.ino.pending) > 0
 		if m.plan.keepUnwritten {
 			f.ino.markUnwritten()

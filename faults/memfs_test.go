@@ -320,6 +320,42 @@ func TestFailAtFailsTheNthCall(t *testing.T) {
 	assert.EqualValues(t, 3, m.Stats().InjectedErrors)
 }
 
+// TestSparedProcessMissesInjectedErrors: a spared process's calls neither
+// fail nor count toward the call FailAt armed, which the next call of
+// another process then meets; the write budget and power cuts still reach
+// it, and Spare(pid, false) ends it.
+func TestSparedProcessMissesInjectedErrors(t *testing.T) {
+	m := faults.NewMemFS(1)
+	spared, other := open(t, m.Process(1), "db"), open(t, m.Process(2), "db")
+	m.Spare(1, true)
+	m.FailAt(faults.OpWrite, 1)
+	m.FailAt(faults.OpSync, 1)
+	m.SetFailRate(faults.OpRead, 1)
+	write(t, spared, []byte("a"), 0)
+	require.NoError(t, spared.Sync())
+	_, err := spared.ReadAt(make([]byte, 1), 0)
+	require.NoError(t, err)
+	_, err = other.WriteAt([]byte("b"), 1)
+	require.ErrorIs(t, err, faults.ErrInjected, "the armed write error waits for a process not spared")
+	assert.EqualValues(t, 1, m.Stats().InjectedErrors)
+
+	m.SetFailRate(faults.OpRead, 0)
+	m.SetWriteBudget(0)
+	_, err = spared.WriteAt([]byte("c"), 0)
+	require.ErrorIs(t, err, vfs.ErrNoSpace, "a full disk reaches a spared process")
+	m.SetWriteBudget(-1)
+
+	m.Spare(1, false)
+	m.FailAt(faults.OpWrite, 1)
+	_, err = spared.WriteAt([]byte("d"), 0)
+	require.ErrorIs(t, err, faults.ErrInjected, "spared no more")
+
+	m.PowerLossAt(1, faults.LossKeep)
+	m.Spare(1, true)
+	_, err = spared.WriteAt([]byte("e"), 0)
+	require.ErrorIs(t, err, faults.ErrPowerLost, "a power cut reaches a spared process")
+}
+
 func TestFailedSyncLosesItsWritesForGood(t *testing.T) {
 	m := faults.NewMemFS(1)
 	f := open(t, m.Process(1), "db")

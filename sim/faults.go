@@ -19,6 +19,7 @@ const (
 	faultDiskFull
 	faultDirSyncError
 	faultInspect
+	faultForeign
 	faultKinds
 )
 
@@ -27,6 +28,7 @@ var faultNames = [faultKinds]string{
 	faultPowerLoss: "powerloss", faultMidOp: "midop", faultCrash: "crash", faultRestart: "restart",
 	faultPause: "pause", faultWallStep: "wallstep", faultIOError: "ioerror", faultSyncError: "syncerror",
 	faultDiskFull: "diskfull", faultDirSyncError: "dirsyncerror", faultInspect: "inspect",
+	faultForeign: "foreign",
 }
 
 // Bounds of the faults' draws.
@@ -50,6 +52,7 @@ func (w *world) rates() [faultKinds]float64 {
 		faultPowerLoss: r.PowerLoss, faultMidOp: r.MidOp, faultCrash: r.Crash, faultRestart: r.Restart,
 		faultPause: r.Pause, faultWallStep: r.WallStep, faultIOError: r.IOError, faultSyncError: r.SyncError,
 		faultDiskFull: r.DiskFull, faultDirSyncError: r.DirSyncError, faultInspect: r.Inspect,
+		faultForeign: r.Foreign,
 	}
 }
 
@@ -134,6 +137,8 @@ func (w *world) injectOne(k int, r *rand.Rand) bool {
 		w.logf("fault: disk full in %d bytes, for %d steps", budget, w.diskFull)
 	case faultInspect:
 		return w.inspect(r)
+	case faultForeign:
+		return w.foreign(r)
 	}
 	return true
 }

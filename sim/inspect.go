@@ -135,10 +135,11 @@ func (w *world) inspectRun(t *thread, p *process, c *client, r *rand.Rand) {
 	}
 }
 
-// allProcs returns the client processes and the inspector, for what
-// reaches every process: power losses, wake-ups, the end of a run.
+// allProcs returns the client processes, the inspector and the foreign
+// program, for what reaches every process: power losses, wake-ups, the end
+// of a run.
 func (w *world) allProcs() []*process {
-	return append(w.procs[:len(w.procs):len(w.procs)], w.inspector)
+	return append(w.procs[:len(w.procs):len(w.procs)], w.inspector, w.outsider)
 }
 
 // modelled keeps, of a Scan's or Leases' answer, the rows of the keys and

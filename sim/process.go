@@ -220,12 +220,16 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.injected, p.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
 	start := w.clock.opening()
 	clock := &procClock{w: w, startTrue: w.trueMillis}
-	schemaSeen := w.schemaSeen
+	schemaSeen, errorsBefore := w.schemaSeen, w.errorCount()
 	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
 	w.stats.Opens++
 	p.starting = false
 	if err != nil && p.readOnly && !schemaSeen && openRefused(err) {
 		w.logf("p%d open: no statekit file yet", p.pid)
+		return
+	}
+	if err != nil && p.readOnly && w.foreignRefused(err) {
+		w.logf("p%d open: sqlite3's write not rolled back yet", p.pid)
 		return
 	}
 	if err != nil {
@@ -246,7 +250,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.incarnation++
 	p.pausedUntil = 0
 	if !p.readOnly {
-		w.schemaSeen = true
+		w.schemaSeen, w.foreignCut, w.errorsAtOpen = true, false, errorsBefore
 	}
 	now := db.Now().UnixMilli()
 	p.offset = now - w.trueMillis

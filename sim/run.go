@@ -152,8 +152,10 @@ const (
 	idleStuck          // nothing can move: a deadlock
 )
 
-// lifecycle starts stopped processes, each with some chance per step.
+// lifecycle starts the foreign program if it waits for a free file, and
+// stopped processes, each with some chance per step.
 func (w *world) lifecycle() {
+	w.foreignStart()
 	for _, p := range w.procs {
 		if p.db == nil && w.rngLife.IntN(4) == 0 {
 			w.start(p)
@@ -162,7 +164,8 @@ func (w *world) lifecycle() {
 }
 
 // idle moves on when no thread can run: to the first wake-up of a sleeping
-// thread or paused process, or it starts a stopped process a little later.
+// thread or paused process, or it starts the foreign program waiting for a
+// free file, or a stopped process a little later.
 func (w *world) idle() int {
 	if w.wake() {
 		return idleWoke
@@ -171,6 +174,9 @@ func (w *world) idle() int {
 		w.advance(wake - w.trueMillis)
 		w.wake()
 		return idleWoke
+	}
+	if w.foreignStart() {
+		return idleWoke // a program of the user's, as the file is free
 	}
 	for _, p := range w.procs {
 		if p.db == nil && !p.starting && !w.ending {

@@ -204,9 +204,15 @@ func TestCleanSeeds(t *testing.T) {
 		assert.True(t, r.OK(), "%s", failure(r))
 	}
 	// The default rates must inject every fault kind somewhere, sync
-	// errors included, and have statectl visit: one kind a field of Rates.
+	// errors included, and have statectl visit: one kind a field of Rates,
+	// but for the foreign program, off by default and run by a test of its
+	// own (TestForeignProgramChangesNothing).
 	kinds := []string{"powerloss", "midop", "crash", "restart", "pause", "wallstep", "ioerror", "syncerror", "diskfull", "dirsyncerror", "inspect"}
-	require.Len(t, kinds, reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
+	optIn := []string{"foreign"}
+	require.Len(t, append(kinds, optIn...), reflect.TypeFor[sim.Rates]().NumField(), "a fault kind of sim.Rates is missing here")
+	for _, kind := range optIn {
+		assert.Zero(t, armed[kind], "%s is off by default", kind)
+	}
 	for _, kind := range kinds {
 		assert.Positive(t, armed[kind], "no %s fault in %d seeds", kind, n)
 	}

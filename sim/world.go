@@ -54,16 +54,20 @@ type world struct {
 	procs  []*process
 
 	nextClient     int
-	tickets        int         // operations clients may begin now
-	probe          *probe      // the call the next operation makes, at a deadline
-	pauses         int         // process pauses begun so far
-	syncErrorsSeen int64       // injected sync errors, of files and directories, a process end has followed
-	dirLossesSeen  int64       // power losses that found a directory change not yet durable, counted so far
-	zombies        []*state.DB // handles of processes that died, for the teardown
-	inspector      *process    // statectl's visits (inspect.go)
-	schemaSeen     bool        // a writable open succeeded since the file was last found without a schema
-	tearing        bool        // the teardown runs: nothing more is recorded
-	ending         bool        // the run is ending: no process starts again
+	tickets        int          // operations clients may begin now
+	probe          *probe       // the call the next operation makes, at a deadline
+	pauses         int          // process pauses begun so far
+	syncErrorsSeen int64        // injected sync errors, of files and directories, a process end has followed
+	dirLossesSeen  int64        // power losses that found a directory change not yet durable, counted so far
+	zombies        []*state.DB  // handles of processes that died, for the teardown
+	inspector      *process     // statectl's visits (inspect.go)
+	outsider       *process     // the foreign program (foreign.go)
+	foreignNext    *foreignPlan // a foreign program drawn, waiting to start
+	foreignCut     bool         // the foreign program began a write no writable open has rolled back since
+	errorsAtOpen   int64        // the disk's injected errors and refused writes when the last writable open that succeeded began
+	schemaSeen     bool         // a writable open succeeded since the file was last found without a schema
+	tearing        bool         // the teardown runs: nothing more is recorded
+	ending         bool         // the run is ending: no process starts again
 	// The cadences of the engine's background work, drawn per seed so a
 	// short run reaches them: writes between background checkpoints, and
 	// between inline sweeps.
@@ -153,6 +157,8 @@ func newWorld(cfg Config) *world {
 		w.procs = append(w.procs, &process{pid: pid})
 	}
 	w.inspector = &process{pid: inspectorPID, readOnly: true}
+	w.outsider = &process{pid: foreignPID}
+	w.m.Spare(foreignPID, true)
 	w.checkpointEvery = 4 + shape.IntN(60)
 	w.inlineSweepEvery = 2 + shape.IntN(30)
 	w.stats.Procs, w.stats.Keys = nprocs, nkeys

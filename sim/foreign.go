@@ -1,0 +1,210 @@
+package sim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/state"
+	"github.com/statekit/statekit/state/vfs"
+)
+
+// The foreign program is another program on the file: the sqlite3 shell
+// run by a user who wants the file in a journal mode of their own. It
+// opens the file with plain SQLite (no statekit), asks for
+// journal_mode=DELETE, and then, two times in three, begins a write in
+// that mode with a tiny page cache, so that changed pages spill into the
+// file before any commit, and is killed before it commits (or the power
+// goes, when mid-op cuts are on: one in three is armed within its disk
+// calls). It never commits: what it leaves is either a statekit file in
+// rollback mode or one with a hot -journal, and the history stays the
+// clients' alone. After it, a read-only Open may be refused with
+// state.ErrUnfinishedWrite until a writable Open has rolled the write
+// back; the writable Opens that follow must roll it back, put the file
+// back in WAL mode and lose nothing.
+//
+// SQLite changes the journal mode only while no other connection has the
+// file open: while a process runs, the switch is refused (busy) and the
+// program ends. It runs only once the file has its schema, and only while
+// no read, write or sync error and no full disk has struck since the last
+// writable Open began: after one, the statekit Open that follows repairs
+// the WAL (state/walrepair.go), and plain SQLite, which knows nothing of
+// that repair, would checkpoint what the failure left. Injected errors
+// pass the program itself over (faults.MemFS.Spare): a sync of another
+// program's that failed is one no statekit process can learn of (Linux
+// tells only the descriptors open at the time), and with it the pages it
+// was to make durable could be lost at the next power loss, whatever
+// statekit did. Power cuts and a full disk reach it.
+
+// foreignPID is the foreign program's process id: past the inspector.
+const foreignPID = MaxProcs + 3
+
+// foreignCallsMax bounds where a power cut armed for the foreign program
+// falls: within this many of the disk calls that change it.
+const foreignCallsMax = 30
+
+// foreignBlob is the size of the value the foreign write gives every row:
+// large enough to need overflow pages, which spill past a 2-page cache.
+const foreignBlob = 3000
+
+// foreignPlan is a foreign program drawn and waiting for the file to be
+// free of processes: whether it writes, and the power cut armed as it
+// starts (n == 0: none).
+type foreignPlan struct {
+	write bool
+	cut   armedCut
+	visit int // statectl's reads right after the kill: a user looking at what it left; 0: none
+}
+
+// foreign draws a foreign program, to run as soon as no process has the
+// file open (foreignStart), unless one is drawn already. It reports false:
+// what is counted is the program's start.
+func (w *world) foreign(r *rand.Rand) bool {
+	write, cut := r.IntN(3) != 0, r.IntN(3) == 0
+	mode, n := lossMode(r), 1+r.Int64N(foreignCallsMax)
+	visit := r.IntN(2) * (1 + r.IntN(inspectCallsMax))
+	if w.foreignNext != nil {
+		return false
+	}
+	w.foreignNext = &foreignPlan{write: write, visit: visit}
+	if write && cut && w.cfg.Rates.MidOp > 0 {
+		w.foreignNext.cut = armedCut{n: n, mode: mode}
+	}
+	return false
+}
+
+// foreignStart starts the foreign program drawn, once no process has the
+// file open or is opening or closing it, the power is on, the file has its
+// schema, and no error struck since the last writable Open began.
+// Processes may start beside it: SQLite's locks decide who goes first.
+// It reports whether it started it.
+func (w *world) foreignStart() bool {
+	plan, f := w.foreignNext, w.outsider
+	if plan == nil || f.starting || w.ending || !w.m.Powered() || !w.schemaSeen || w.errorsSince(w.errorsAtOpen) {
+		return false
+	}
+	for _, p := range w.allProcs() {
+		if p.db != nil || p.starting || p.stopping {
+			return false
+		}
+	}
+	w.foreignNext = nil
+	w.stats.Faults[faultNames[faultForeign]]++
+	f.starting = true
+	fs := w.m.Process(f.pid)
+	what := "switches the file to rollback mode"
+	if plan.write {
+		what += ", writes and is killed"
+	}
+	w.logf("sqlite3 as p%d %s", f.pid, what)
+	if plan.cut.n > 0 {
+		w.m.PowerLossAt(plan.cut.n, plan.cut.mode)
+		w.logf("fault: power cut (%s) armed at mutating call %d, as sqlite3 runs", plan.cut.mode, plan.cut.n)
+	}
+	w.sched.spawn(kindTask, fmt.Sprintf("p%d sqlite3", f.pid), f, w.newClient(), func(*thread) {
+		w.foreignRun(f, fs, plan)
+	})
+	return true
+}
+
+// errorsSince reports whether an injected error or a refused write struck
+// since the disk's error count was n (errorCount).
+func (w *world) errorsSince(n int64) bool { return w.errorCount() != n }
+
+// errorCount is the disk's injected errors and writes refused for space so
+// far.
+func (w *world) errorCount() int64 {
+	st := w.m.Stats()
+	return st.InjectedErrors + st.NoSpaceErrors
+}
+
+// foreignRun is the foreign program's thread: plain SQLite on the file
+// through f's view of the disk.
+func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) {
+	defer func() { f.starting = false }()
+	name, unregister, err := vfs.Register(fs)
+	if err != nil {
+		panic(fmt.Sprintf("sim: register the foreign program's file system: %v", err))
+	}
+	defer unregister()
+	// mode=rw: a program that finds no file makes none.
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?vfs=%s&mode=rw&_pragma=busy_timeout(0)", dbPath, name))
+	if err != nil {
+		panic(fmt.Sprintf("sim: the foreign program's DSN: %v", err))
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		w.foreignEnd(f, "open", err)
+		return
+	}
+	defer conn.Close()
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=DELETE").Scan(&mode); err != nil || mode != "delete" {
+		w.foreignEnd(f, "journal_mode=DELETE ("+mode+")", err)
+		return
+	}
+	if !plan.write {
+		w.foreignEnd(f, "done, the file in rollback mode", nil)
+		return
+	}
+	w.foreignCut = true // from here a -journal may be left hot
+	for _, q := range []string{
+		"PRAGMA cache_size=2",
+		"BEGIN IMMEDIATE",
+		"UPDATE meta SET v = v + 1",
+		fmt.Sprintf("UPDATE kv SET value = zeroblob(%d)", foreignBlob),
+		"DELETE FROM leases",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			w.foreignEnd(f, q, err)
+			return
+		}
+	}
+	if w.tearing || !w.m.Powered() {
+		return
+	}
+	if foreignCommits {
+		_, err := conn.ExecContext(ctx, "COMMIT")
+		w.foreignEnd(f, "COMMIT", err)
+		return
+	}
+	w.m.Crash(f.pid)
+	w.logf("p%d (sqlite3) killed before its commit", f.pid)
+	if i := w.inspector; plan.visit > 0 && i.db == nil && !i.starting && !w.ending {
+		i.readOnly, i.reads = true, plan.visit
+		if w.start(i) {
+			w.logf("statectl visits as p%d, %d reads", i.pid, i.reads)
+		}
+	}
+}
+
+// foreignCommits, set by a test only, has the foreign program commit its
+// write instead of being killed before it: a change no client made, which
+// the checks must catch.
+var foreignCommits = false
+
+// foreignEnd records where the foreign program stopped, and why.
+func (w *world) foreignEnd(f *process, where string, err error) {
+	if w.tearing || !w.m.Powered() {
+		return
+	}
+	why := "ok"
+	switch {
+	case errors.Is(err, faults.ErrCrashed), errors.Is(err, faults.ErrPowerLost):
+		why = "dead"
+	case err != nil:
+		why = "refused" // busy, or an error the disk injected
+	}
+	w.logf("p%d (sqlite3) %s: %s", f.pid, where, why)
+}
+
+// foreignRefused reports whether a read-only open's refusal is the write
+// the foreign program left hot: right until a writable open succeeds.
+func (w *world) foreignRefused(err error) bool {
+	return w.foreignCut && errors.Is(err, state.ErrUnfinishedWrite)
+}
