@@ -22,9 +22,10 @@ import (
 // calls). It never commits: what it leaves is either a statekit file in
 // rollback mode or one with a hot -journal, and the history stays the
 // clients' alone. After it, a read-only Open may be refused with
-// state.ErrUnfinishedWrite until a writable Open has rolled the write
-// back; the writable Opens that follow must roll it back, put the file
-// back in WAL mode and lose nothing.
+// state.ErrUnfinishedWrite until a writable Open has succeeded (it rolls
+// the write back, or one cut short in its own switch back to WAL mode);
+// the writable Opens that follow must roll it back, put the file back in
+// WAL mode and lose nothing.
 //
 // SQLite changes the journal mode only while no other connection has the
 // file open: while a process runs, the switch is refused (busy) and the
@@ -148,11 +149,12 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		w.foreignEnd(f, "journal_mode=DELETE ("+mode+")", err)
 		return
 	}
+	w.rollbackMode = true
 	if !plan.write {
 		w.foreignEnd(f, "done, the file in rollback mode", nil)
 		return
 	}
-	w.foreignCut = true // from here a -journal may be left hot
+	w.hotMaybe = true // from here a -journal may be left hot
 	for _, q := range []string{
 		"PRAGMA cache_size=2",
 		"BEGIN IMMEDIATE",
@@ -203,8 +205,12 @@ func (w *world) foreignEnd(f *process, where string, err error) {
 	w.logf("p%d (sqlite3) %s: %s", f.pid, where, why)
 }
 
-// foreignRefused reports whether a read-only open's refusal is the write
-// the foreign program left hot: right until a writable open succeeds.
+// foreignRefused reports whether a read-only open's refusal is a write
+// outside the WAL left hot: the foreign program's, or a writable open's
+// that began while the file was in rollback mode (its switch back to WAL
+// mode writes through a rollback journal, and a full disk, an I/O error, a
+// crash or a power cut may leave it), right until a writable open
+// succeeds.
 func (w *world) foreignRefused(err error) bool {
-	return w.foreignCut && errors.Is(err, state.ErrUnfinishedWrite)
+	return w.hotMaybe && errors.Is(err, state.ErrUnfinishedWrite)
 }

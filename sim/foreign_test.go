@@ -37,7 +37,7 @@ func TestForeignProgramChangesNothing(t *testing.T) {
 		"switch to rollback mode":             `sqlite3\) done, the file in rollback mode: ok`,
 		"kill before the commit":              `sqlite3\) killed before its commit`,
 		"power cut under it":                  `armed at mutating call \d+, as sqlite3 runs`,
-		"read-only open refused by its write": `open: sqlite3's write not rolled back yet`,
+		"read-only open refused by its write": `open: a write outside the WAL not rolled back yet`,
 	} {
 		require.Regexp(t, regexp.MustCompile(re), trace.String(), "no run reached: %s", what)
 	}

@@ -221,6 +221,9 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	start := w.clock.opening()
 	clock := &procClock{w: w, startTrue: w.trueMillis}
 	schemaSeen, errorsBefore := w.schemaSeen, w.errorCount()
+	if !p.readOnly && w.rollbackMode {
+		w.hotMaybe = true // its switch back to WAL mode may be cut short
+	}
 	db, err := state.Open(dbPath, w.engineOptions(p, fs, clock)...)
 	w.stats.Opens++
 	p.starting = false
@@ -229,7 +232,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		return
 	}
 	if err != nil && p.readOnly && w.foreignRefused(err) {
-		w.logf("p%d open: sqlite3's write not rolled back yet", p.pid)
+		w.logf("p%d open: a write outside the WAL not rolled back yet", p.pid)
 		return
 	}
 	if err != nil {
@@ -250,7 +253,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	p.incarnation++
 	p.pausedUntil = 0
 	if !p.readOnly {
-		w.schemaSeen, w.foreignCut, w.errorsAtOpen = true, false, errorsBefore
+		w.schemaSeen, w.rollbackMode, w.hotMaybe, w.errorsAtOpen = true, false, false, errorsBefore
 	}
 	now := db.Now().UnixMilli()
 	p.offset = now - w.trueMillis
