@@ -11,8 +11,8 @@
 // few keys, lists them (dump, leases) or checks the file (read-only) or
 // writes a few (set, incr, decr, del, expire, cas, sweep, run's lease),
 // and closes. With Rates.Foreign, another program comes too (foreign.go):
-// plain SQLite switches the file to rollback mode while no process has it
-// open, and is killed in a write before its commit.
+// plain SQLite switches the file to a rollback journal mode while no
+// process has it open, and is killed in a write before its commit.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

@@ -14,8 +14,9 @@ import (
 
 // The foreign program is another program on the file: the sqlite3 shell
 // run by a user who wants the file in a journal mode of their own. It
-// opens the file with plain SQLite (no statekit), asks for
-// journal_mode=DELETE, and then, two times in three, begins a write in
+// opens the file with plain SQLite (no statekit), asks for a rollback
+// journal mode (DELETE, TRUNCATE or PERSIST, which leaves the journal
+// behind with its header zeroed), and then, two times in three, begins a write in
 // that mode with a tiny page cache, so that changed pages spill into the
 // file before any commit, and is killed before it commits (or the power
 // goes, when mid-op cuts are on: one in three is armed within its disk
@@ -43,6 +44,9 @@ import (
 // foreignPID is the foreign program's process id: past the inspector.
 const foreignPID = MaxProcs + 3
 
+// foreignModes are the rollback journal modes the foreign program asks for.
+var foreignModes = []string{"delete", "truncate", "persist"}
+
 // foreignCallsMax bounds where a power cut armed for the foreign program
 // falls: within this many of the disk calls that change it.
 const foreignCallsMax = 30
@@ -57,7 +61,8 @@ const foreignBlob = 3000
 type foreignPlan struct {
 	write bool
 	cut   armedCut
-	visit int // statectl's reads right after the kill: a user looking at what it left; 0: none
+	visit int    // statectl's reads right after the kill: a user looking at what it left; 0: none
+	mode  string // the journal mode it asks for
 }
 
 // foreign draws a foreign program, to run as soon as no process has the
@@ -67,10 +72,11 @@ func (w *world) foreign(r *rand.Rand) bool {
 	write, cut := r.IntN(3) != 0, r.IntN(3) == 0
 	mode, n := lossMode(r), 1+r.Int64N(foreignCallsMax)
 	visit := r.IntN(2) * (1 + r.IntN(inspectCallsMax))
+	jmode := foreignModes[r.IntN(len(foreignModes))]
 	if w.foreignNext != nil {
 		return false
 	}
-	w.foreignNext = &foreignPlan{write: write, visit: visit}
+	w.foreignNext = &foreignPlan{write: write, visit: visit, mode: jmode}
 	if write && cut && w.cfg.Rates.MidOp > 0 {
 		w.foreignNext.cut = armedCut{n: n, mode: mode}
 	}
@@ -96,7 +102,7 @@ func (w *world) foreignStart() bool {
 	w.stats.Faults[faultNames[faultForeign]]++
 	f.starting = true
 	fs := w.m.Process(f.pid)
-	what := "switches the file to rollback mode"
+	what := "switches the file to journal_mode=" + plan.mode
 	if plan.write {
 		what += ", writes and is killed"
 	}
@@ -145,8 +151,8 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 	}
 	defer conn.Close()
 	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=DELETE").Scan(&mode); err != nil || mode != "delete" {
-		w.foreignEnd(f, "journal_mode=DELETE ("+mode+")", err)
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode="+plan.mode).Scan(&mode); err != nil || mode != plan.mode {
+		w.foreignEnd(f, "journal_mode="+plan.mode+" ("+mode+")", err)
 		return
 	}
 	w.rollbackMode = true
