@@ -202,11 +202,8 @@ func (w *world) foreignEnd(f *process, where string, err error) {
 		return
 	}
 	why := "ok"
-	switch {
-	case errors.Is(err, faults.ErrCrashed), errors.Is(err, faults.ErrPowerLost):
-		why = "dead"
-	case err != nil:
-		why = "refused" // busy, or an error the disk injected
+	if err != nil {
+		why = "failed" // busy: a process opened the file first; or the disk was full
 	}
 	w.logf("p%d (sqlite3) %s: %s", f.pid, where, why)
 }
