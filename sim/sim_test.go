@@ -369,8 +369,10 @@ func TestReplayLineRoundTrip(t *testing.T) {
 	cfg.Bugs = cfg.Bugs.With(bugs.NoHWM).With(bugs.SweepEarly)
 	cfg.SyncFull = true
 	cfg.DropFailedSyncs = true
+	cfg.Rates.Foreign = 0.05
 	line := cfg.ReplayLine()
 	assert.Contains(t, line, " -dropfailedsyncs")
+	assert.Contains(t, line, " -foreign 0.05", "a rate off by default is given when on")
 	got, err := sim.ParseReplay(line + " # a comment")
 	require.NoError(t, err)
 	assert.Equal(t, cfg.Args(), got.Args(), line)
@@ -384,6 +386,11 @@ func TestReplayLineRoundTrip(t *testing.T) {
 	cfg, err = sim.ParseReplay("statesim -nofaults -crash 0.5")
 	require.NoError(t, err)
 	assert.Equal(t, sim.Rates{Crash: 0.5}, cfg.Rates)
+	cfg, err = sim.ParseReplay("statesim -foreign 0.1")
+	require.NoError(t, err)
+	want := sim.DefaultRates
+	want.Foreign = 0.1
+	assert.Equal(t, want, cfg.Rates, "-foreign adds the foreign program to the default faults")
 }
 
 // panicWriter panics on its nth write.
