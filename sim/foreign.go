@@ -51,9 +51,10 @@ var foreignModes = []string{"delete", "truncate", "persist"}
 // falls: within this many of the disk calls that change it.
 const foreignCallsMax = 30
 
-// foreignBlob is the size of the value the foreign write gives every row:
-// large enough to need overflow pages, which spill past a 2-page cache.
-const foreignBlob = 3000
+// foreignBlob is the size of the value the foreign write gives every row,
+// and of each of the 16 rows it adds in a table of its own: pages enough
+// that the pages it changed spill into the file before any commit.
+const foreignBlob = 40000
 
 // foreignPlan is a foreign program drawn and waiting for the file to be
 // free of processes: whether it writes, and the power cut armed as it
@@ -150,23 +151,29 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		return
 	}
 	defer conn.Close()
+	// From here the file may be in rollback mode, and a -journal may be
+	// left hot: the switch out of WAL mode writes the file's header
+	// through one, after its checkpoint.
+	w.rollbackMode, w.hotMaybe = true, true
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode="+plan.mode).Scan(&mode); err != nil || mode != plan.mode {
 		w.foreignEnd(f, "journal_mode="+plan.mode+" ("+mode+")", err)
 		return
 	}
-	w.rollbackMode = true
 	if !plan.write {
 		w.foreignEnd(f, "done, the file in rollback mode", nil)
 		return
 	}
-	w.hotMaybe = true // from here a -journal may be left hot
 	for _, q := range []string{
 		"PRAGMA cache_size=2",
 		"BEGIN IMMEDIATE",
 		"UPDATE meta SET v = v + 1",
 		fmt.Sprintf("UPDATE kv SET value = zeroblob(%d)", foreignBlob),
 		"DELETE FROM leases",
+		// New pages, which push the changed ones out of the cache.
+		"CREATE TABLE foreign_junk(b)",
+		fmt.Sprintf("INSERT INTO foreign_junk SELECT zeroblob(%d) FROM "+
+			"(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 16) SELECT x FROM c)", foreignBlob),
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			w.foreignEnd(f, q, err)
@@ -177,7 +184,10 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		return
 	}
 	if foreignCommits {
-		_, err := conn.ExecContext(ctx, "COMMIT")
+		_, err := conn.ExecContext(ctx, "DROP TABLE foreign_junk")
+		if err == nil {
+			_, err = conn.ExecContext(ctx, "COMMIT")
+		}
 		w.foreignEnd(f, "COMMIT", err)
 		return
 	}
@@ -192,8 +202,8 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 }
 
 // foreignCommits, set by a test only, has the foreign program commit its
-// write instead of being killed before it: a change no client made, which
-// the checks must catch.
+// write to the rows (its own table dropped) instead of being killed before
+// it: a change no client made, which the checks must catch.
 var foreignCommits = false
 
 // foreignEnd records where the foreign program stopped, and why.
@@ -209,8 +219,9 @@ func (w *world) foreignEnd(f *process, where string, err error) {
 }
 
 // foreignRefused reports whether a read-only open's refusal is a write
-// outside the WAL left hot: the foreign program's, or a writable open's
-// that began while the file was in rollback mode (its switch back to WAL
+// outside the WAL left hot: the foreign program's (its switch out of WAL
+// mode, or its write), or a writable open's that began while the file
+// may have been in rollback mode (its switch back to WAL
 // mode writes through a rollback journal, and a full disk, an I/O error, a
 // crash or a power cut may leave it), right until a writable open
 // succeeds.

@@ -63,8 +63,8 @@ type world struct {
 	inspector      *process     // statectl's visits (inspect.go)
 	outsider       *process     // the foreign program (foreign.go)
 	foreignNext    *foreignPlan // a foreign program drawn, waiting to start
-	rollbackMode   bool         // the foreign program switched the file to rollback mode, and no writable open has succeeded since
-	hotMaybe       bool         // a write outside the WAL, the foreign program's or a writable open's switch back, may be left hot: none has succeeded since
+	rollbackMode   bool         // the foreign program may have switched the file to rollback mode, and no writable open has succeeded since
+	hotMaybe       bool         // a write outside the WAL (the foreign program's switch or write, or a writable open's switch back) may be left hot, and no writable open has succeeded since
 	errorsAtOpen   int64        // the disk's injected errors and refused writes when the last writable open that succeeded began
 	schemaSeen     bool         // a writable open succeeded since the file was last found without a schema
 	tearing        bool         // the teardown runs: nothing more is recorded
