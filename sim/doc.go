@@ -12,7 +12,8 @@
 // writes a few (set, incr, decr, del, expire, cas, sweep, run's lease),
 // and closes. With Rates.Foreign, another program comes too (foreign.go):
 // plain SQLite switches the file to a rollback journal mode while no
-// process has it open, and is killed in a write before its commit.
+// process has it open, or writes in WAL mode beside the processes, and is
+// killed in its write before its commit.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

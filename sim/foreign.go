@@ -29,8 +29,11 @@ import (
 // WAL mode and lose nothing.
 //
 // SQLite changes the journal mode only while no other connection has the
-// file open: while a process runs, the switch is refused (busy) and the
-// program ends. It runs only once the file has its schema, and only while
+// file open, so such a program waits for a moment when none has. Half of
+// the programs write in WAL mode instead, at once, beside the processes:
+// a transaction whose pages spill into the WAL as frames no commit
+// follows, which the wal-index lists past its last commit, killed before
+// its commit (a program that finds the write lock taken ends). It runs only once the file has its schema, and only while
 // no read, write or sync error and no full disk has struck since the last
 // writable Open began: after one, the statekit Open that follows repairs
 // the WAL (state/walrepair.go), and plain SQLite, which knows nothing of
@@ -64,6 +67,7 @@ type foreignPlan struct {
 	cut   armedCut
 	visit int    // statectl's reads right after the kill: a user looking at what it left; 0: none
 	mode  string // the journal mode it asks for
+	wal   bool   // it writes in WAL mode, beside the processes, and asks for no mode
 }
 
 // foreign draws a foreign program, to run as soon as no process has the
@@ -78,6 +82,10 @@ func (w *world) foreign(r *rand.Rand) bool {
 		return false
 	}
 	w.foreignNext = &foreignPlan{write: write, visit: visit, mode: jmode}
+	if w.rngForeign.IntN(2) == 0 {
+		w.foreignNext.wal, w.foreignNext.write = true, true
+		write = true
+	}
 	if write && cut && w.cfg.Rates.MidOp > 0 {
 		w.foreignNext.cut = armedCut{n: n, mode: mode}
 	}
@@ -95,7 +103,7 @@ func (w *world) foreignStart() bool {
 		return false
 	}
 	for _, p := range w.allProcs() {
-		if p.db != nil || p.starting || p.stopping {
+		if !plan.wal && (p.db != nil || p.starting || p.stopping) {
 			return false
 		}
 	}
@@ -104,7 +112,10 @@ func (w *world) foreignStart() bool {
 	f.starting = true
 	fs := w.m.Process(f.pid)
 	what := "switches the file to journal_mode=" + plan.mode
-	if plan.write {
+	switch {
+	case plan.wal:
+		what = "writes beside the processes and is killed"
+	case plan.write:
 		what += ", writes and is killed"
 	}
 	w.logf("sqlite3 as p%d %s", f.pid, what)
@@ -151,17 +162,7 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		return
 	}
 	defer conn.Close()
-	// From here the file may be in rollback mode, and a -journal may be
-	// left hot: the switch out of WAL mode writes the file's header
-	// through one, after its checkpoint.
-	w.rollbackMode, w.hotMaybe = true, true
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode="+plan.mode).Scan(&mode); err != nil || mode != plan.mode {
-		w.foreignEnd(f, "journal_mode="+plan.mode+" ("+mode+")", err)
-		return
-	}
-	if !plan.write {
-		w.foreignEnd(f, "done, the file in rollback mode", nil)
+	if !w.foreignSwitch(f, conn, plan) {
 		return
 	}
 	for _, q := range []string{
@@ -192,13 +193,48 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		return
 	}
 	w.m.Crash(f.pid)
-	w.logf("p%d (sqlite3) killed before its commit", f.pid)
+	if plan.wal {
+		w.logf("p%d (sqlite3) killed before its commit, its pages in the WAL", f.pid)
+	} else {
+		w.logf("p%d (sqlite3) killed before its commit", f.pid)
+	}
 	if i := w.inspector; plan.visit > 0 && i.db == nil && !i.starting && !w.ending {
 		i.readOnly, i.reads = true, plan.visit
 		if w.start(i) {
 			w.logf("statectl visits as p%d, %d reads", i.pid, i.reads)
 		}
 	}
+}
+
+// foreignSwitch asks for plan's journal mode (for a program that writes
+// in WAL mode, it reads the mode the file is in), and reports whether the
+// program goes on to write.
+func (w *world) foreignSwitch(f *process, conn *sql.Conn, plan *foreignPlan) bool {
+	ctx := context.Background()
+	var mode string
+	if plan.wal {
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			w.foreignEnd(f, "PRAGMA journal_mode", err)
+			return false
+		}
+		if mode != "wal" {
+			w.hotMaybe = true // a program before it switched the file: it writes through a journal
+		}
+		return true
+	}
+	// From here the file may be in rollback mode, and a -journal may be
+	// left hot: the switch out of WAL mode writes the file's header
+	// through one, after its checkpoint.
+	w.rollbackMode, w.hotMaybe = true, true
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode="+plan.mode).Scan(&mode); err != nil || mode != plan.mode {
+		w.foreignEnd(f, "journal_mode="+plan.mode+" ("+mode+")", err)
+		return false
+	}
+	if !plan.write {
+		w.foreignEnd(f, "done, the file in rollback mode", nil)
+		return false
+	}
+	return true
 }
 
 // foreignCommits, set by a test only, has the foreign program commit its

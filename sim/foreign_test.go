@@ -11,6 +11,7 @@ import (
 
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
+	"github.com/statekit/statekit/state/vfs"
 )
 
 // foreignConfig is a run with the foreign program drawn often, and
@@ -24,7 +25,9 @@ func foreignConfig(seed uint64) Config {
 
 // TestForeignProgramChangesNothing: plain SQLite switches the file to
 // rollback mode while no process has it open, and is killed in a write
-// with changed pages spilled into the file, or the power goes under it.
+// with changed pages spilled into the file, or the power goes under it;
+// or it writes in WAL mode beside the processes, its pages spilled into
+// the WAL, and is killed.
 // Every history stays linearizable: the writable Opens after it roll the
 // write back and put the file back in WAL mode, and read-only Opens are
 // refused with ErrUnfinishedWrite only until one has. The runs must reach
@@ -39,8 +42,10 @@ func TestForeignProgramChangesNothing(t *testing.T) {
 		require.True(t, r.OK(), "seed %d: %v", seed, r.Violations)
 	}
 	for what, re := range map[string]string{
-		"switch to rollback mode":             `sqlite3\) done, the file in rollback mode: ok`,
-		"kill before the commit":              `sqlite3\) killed before its commit`,
+		"switch to rollback mode": `sqlite3\) done, the file in rollback mode: ok`,
+		"kill before the commit": `sqlite3\) killed before its commit
+`,
+		"kill in WAL mode beside processes":   `sqlite3\) killed before its commit, its pages in the WAL`,
 		"power cut under it":                  `armed at mutating call \d+, as sqlite3 runs`,
 		"read-only open refused by its write": `open: a write outside the WAL not rolled back yet`,
 	} {
@@ -140,4 +145,51 @@ func TestForeignKillLeavesAHalfDoneWrite(t *testing.T) {
 	}
 	require.Empty(t, w.violations)
 	assert.NotContains(t, w.m.Files(), dbPath+"-journal", "rolled back, the journal is gone")
+}
+
+// TestForeignWALWriterLeavesFramesNoCommitFollows: the foreign program
+// that writes in WAL mode beside a running process leaves frames in the
+// WAL that no commit follows; the process reads its values on, and writes
+// over them.
+func TestForeignWALWriterLeavesFramesNoCommitFollows(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	calls := func(kind model.Kind, v int64) []model.Output {
+		var outs []model.Output
+		w.sched.spawn(kindTask, "client", p, w.newClient(), func(th *thread) {
+			for _, k := range w.keys {
+				out, _ := w.verb(th, p, th.client, &model.Input{Kind: kind, Key: k, Value: model.Int(v)})
+				outs = append(outs, out)
+			}
+		})
+		require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+		return outs
+	}
+	walSize := func() int64 {
+		f, err := w.m.Process(foreignPID).Open(dbPath+"-wal", vfs.OpenReadOnly|vfs.OpenWAL)
+		require.NoError(t, err)
+		defer f.Close()
+		n, err := f.Size()
+		require.NoError(t, err)
+		return n
+	}
+	calls(model.Set, 7)
+	before := walSize()
+
+	w.foreignNext = &foreignPlan{write: true, wal: true}
+	require.True(t, w.foreignStart(), "it starts beside a running process")
+	require.True(t, w.runUntil(func() bool { return !w.outsider.starting }))
+	assert.Greater(t, walSize(), before+foreignBlob, "its pages went into the WAL")
+	assert.False(t, w.hotMaybe, "no journal in WAL mode")
+
+	for i, out := range calls(model.Get, 0) {
+		assert.Equal(t, model.Int(7), out.Value, w.keys[i])
+	}
+	calls(model.Set, 8)
+	for i, out := range calls(model.Get, 0) {
+		assert.Equal(t, model.Int(8), out.Value, w.keys[i])
+	}
+	require.Empty(t, w.violations)
 }

@@ -30,6 +30,10 @@ const (
 // streamSched is the scheduler's stream: which thread runs next.
 const streamSched uint64 = 0x51a1001
 
+// streamForeign is the foreign program's second stream: whether it writes
+// in WAL mode beside the processes (foreign.go).
+const streamForeign uint64 = 0x51a2001
+
 // dbPath is the statekit file's name on the simulated disk.
 const dbPath = "sim.state"
 
@@ -41,6 +45,7 @@ type world struct {
 
 	rngWork, rngTime, rngLife *rand.Rand
 	rngFault                  [faultKinds]*rand.Rand
+	rngForeign                *rand.Rand
 	sched                     *scheduler
 
 	trueMillis int64 // true virtual time since the run began
@@ -135,6 +140,7 @@ func newWorld(cfg Config) *world {
 		w.m.SetOnDroppedSync(w.droppedSync)
 	}
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
+	w.rngForeign = rand.New(rand.NewPCG(cfg.Seed, streamForeign))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
 	}
