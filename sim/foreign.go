@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/state"
@@ -33,8 +34,13 @@ import (
 // the programs write in WAL mode instead, at once, beside the processes:
 // a transaction whose pages spill into the WAL as frames no commit
 // follows, which the wal-index lists past its last commit, killed before
-// its commit (a program that finds the write lock taken ends). It runs only once the file has its schema, and only while
-// no read, write or sync error and no full disk has struck since the last
+// its commit (a program that finds the write lock taken ends); one in three
+// holds the write lock first, up to twice the engine's busy timeout, as a
+// shell left in a transaction does, and the processes' calls that wait
+// for it past their busy timeout may fail with ErrBusy.
+//
+// It runs only once the file has its schema, and only while no read,
+// write or sync error and no full disk has struck since the last
 // writable Open began: after one, the statekit Open that follows repairs
 // the WAL (state/walrepair.go), and plain SQLite, which knows nothing of
 // that repair, would checkpoint what the failure left. Injected errors
@@ -46,6 +52,14 @@ import (
 
 // foreignPID is the foreign program's process id: past the inspector.
 const foreignPID = MaxProcs + 3
+
+// A foreign program writing in WAL mode holds the write lock, one time in
+// three, for foreignHoldMin ms and up to foreignHoldSpan more: past the
+// engine's busy timeout (5 s) about half the time.
+const (
+	foreignHoldMin  = 100
+	foreignHoldSpan = 10_000
+)
 
 // foreignModes are the rollback journal modes the foreign program asks for.
 var foreignModes = []string{"delete", "truncate", "persist"}
@@ -68,6 +82,7 @@ type foreignPlan struct {
 	visit int    // statectl's reads right after the kill: a user looking at what it left; 0: none
 	mode  string // the journal mode it asks for
 	wal   bool   // it writes in WAL mode, beside the processes, and asks for no mode
+	hold  int64  // ms it holds the write lock before it is killed, in WAL mode: a shell left in a transaction
 }
 
 // foreign draws a foreign program, to run as soon as no process has the
@@ -82,8 +97,12 @@ func (w *world) foreign(r *rand.Rand) bool {
 		return false
 	}
 	w.foreignNext = &foreignPlan{write: write, visit: visit, mode: jmode}
+	hold := int64(0)
+	if w.rngForeignHold.IntN(3) == 0 {
+		hold = foreignHoldMin + w.rngForeignHold.Int64N(foreignHoldSpan)
+	}
 	if w.rngForeign.IntN(2) == 0 {
-		w.foreignNext.wal, w.foreignNext.write = true, true
+		w.foreignNext.wal, w.foreignNext.write, w.foreignNext.hold = true, true, hold
 		write = true
 	}
 	if write && cut && w.cfg.Rates.MidOp > 0 {
@@ -183,6 +202,18 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 	}
 	if w.tearing || !w.m.Powered() {
 		return
+	}
+	if plan.hold > 0 {
+		// The process's calls that need the lock meanwhile wait, and give
+		// up with ErrBusy past their busy timeout, as beside a paused one.
+		w.foreignHolding = true
+		w.pauses++
+		w.logf("p%d (sqlite3) holds the write lock for %dms", f.pid, plan.hold)
+		w.sched.sleep(time.Duration(plan.hold)*time.Millisecond, nil)
+		w.foreignHolding = false
+		if w.tearing || !w.m.Powered() {
+			return
+		}
 	}
 	if foreignCommits {
 		_, err := conn.ExecContext(ctx, "DROP TABLE foreign_junk")

@@ -46,6 +46,7 @@ func TestForeignProgramChangesNothing(t *testing.T) {
 		"kill before the commit": `sqlite3\) killed before its commit
 `,
 		"kill in WAL mode beside processes":   `sqlite3\) killed before its commit, its pages in the WAL`,
+		"write lock held":                     `sqlite3\) holds the write lock for \d+ms`,
 		"power cut under it":                  `armed at mutating call \d+, as sqlite3 runs`,
 		"read-only open refused by its write": `open: a write outside the WAL not rolled back yet`,
 	} {
@@ -192,4 +193,33 @@ func TestForeignWALWriterLeavesFramesNoCommitFollows(t *testing.T) {
 		assert.Equal(t, model.Int(8), out.Value, w.keys[i])
 	}
 	require.Empty(t, w.violations)
+}
+
+// TestForeignHoldExplainsBusy: while the foreign program holds the write
+// lock, a process's write waits its busy timeout and fails with ErrBusy,
+// which the hold explains; the same error once no one holds the lock or
+// was paused is an engine error.
+func TestForeignHoldExplainsBusy(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+
+	w.foreignNext = &foreignPlan{write: true, wal: true, hold: 8000}
+	require.True(t, w.foreignStart())
+	require.True(t, w.runUntil(func() bool { return w.foreignHolding }))
+	var err error
+	var before mark
+	w.sched.spawn(kindTask, "writer", p, w.newClient(), func(*thread) {
+		before = w.mark()
+		err = p.db.Set(t.Context(), w.keys[0], []byte("x"))
+	})
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	require.ErrorIs(t, err, state.ErrBusy)
+	assert.Equal(t, failBusy, w.classify(p, "set", err, before))
+	assert.Empty(t, w.violations, "the hold explains it")
+	assert.False(t, w.foreignHolding, "killed after its hold")
+
+	w.classify(p, "set", err, w.mark())
+	assert.Equal(t, []string{CheckEngineError}, failed(w), "with no hold and no pause, nothing explains it")
 }

@@ -80,13 +80,13 @@ const (
 // faults may explain its error.
 type mark struct {
 	stats  faults.Stats
-	pauses int  // pauses begun so far
-	paused bool // a process was paused
+	pauses int  // pauses begun so far, the foreign program's holds of the write lock among them
+	paused bool // a process was paused, or the foreign program held the write lock
 }
 
 // mark returns the mark of now.
 func (w *world) mark() mark {
-	m := mark{stats: w.m.Stats(), pauses: w.pauses}
+	m := mark{stats: w.m.Stats(), pauses: w.pauses, paused: w.foreignHolding}
 	for _, p := range w.procs {
 		m.paused = m.paused || p.pausedUntil > 0
 	}
@@ -411,6 +411,9 @@ func (w *world) die(p *process) {
 		w.zombies = append(w.zombies, p.db)
 	}
 	p.db, p.starting, p.stopping = nil, false, false
+	if p == w.outsider {
+		w.foreignHolding = false // its locks die with it
+	}
 	w.down(p)
 }
 

@@ -30,9 +30,13 @@ const (
 // streamSched is the scheduler's stream: which thread runs next.
 const streamSched uint64 = 0x51a1001
 
-// streamForeign is the foreign program's second stream: whether it writes
-// in WAL mode beside the processes (foreign.go).
-const streamForeign uint64 = 0x51a2001
+// streamForeign and streamForeignHold are the foreign program's second
+// and third streams: whether it writes in WAL mode beside the processes,
+// and how long it holds the write lock then (foreign.go).
+const (
+	streamForeign     uint64 = 0x51a2001
+	streamForeignHold uint64 = 0x51a2002
+)
 
 // dbPath is the statekit file's name on the simulated disk.
 const dbPath = "sim.state"
@@ -43,10 +47,10 @@ type world struct {
 	ctx context.Context
 	m   *faults.MemFS
 
-	rngWork, rngTime, rngLife *rand.Rand
-	rngFault                  [faultKinds]*rand.Rand
-	rngForeign                *rand.Rand
-	sched                     *scheduler
+	rngWork, rngTime, rngLife  *rand.Rand
+	rngFault                   [faultKinds]*rand.Rand
+	rngForeign, rngForeignHold *rand.Rand
+	sched                      *scheduler
 
 	trueMillis int64 // true virtual time since the run began
 	wallBase   int64 // the wall clock, unix ms, at true time 0
@@ -69,6 +73,7 @@ type world struct {
 	outsider       *process     // the foreign program (foreign.go)
 	foreignNext    *foreignPlan // a foreign program drawn, waiting to start
 	rollbackMode   bool         // the foreign program may have switched the file to rollback mode, and no writable open has succeeded since
+	foreignHolding bool         // the foreign program holds the write lock, as a paused process may
 	hotMaybe       bool         // a write outside the WAL (the foreign program's switch or write, or a writable open's switch back) may be left hot, and no writable open has succeeded since
 	errorsAtOpen   int64        // the disk's injected errors and refused writes when the last writable open that succeeded began
 	schemaSeen     bool         // a writable open succeeded since the file was last found without a schema
@@ -141,6 +146,7 @@ func newWorld(cfg Config) *world {
 	}
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	w.rngForeign = rand.New(rand.NewPCG(cfg.Seed, streamForeign))
+	w.rngForeignHold = rand.New(rand.NewPCG(cfg.Seed, streamForeignHold))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
 	}
