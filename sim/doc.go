@@ -49,4 +49,7 @@
 // decide, and no goroutine runs without the turn. SQLite's own random
 // generator is process-wide: Run reseeds it, and runs must not overlap in
 // one OS process (cmd/statesim runs seeds in parallel in worker processes).
+// SQLite's page cache is process-wide too: a connection left open beside
+// a run changes when the run's connections spill pages (the foreign
+// program's do), so a test closes every handle it opens.
 package sim
