@@ -39,7 +39,7 @@ type Rates struct {
 	DiskFull     float64 // fill the disk for a few operations
 	DirSyncError float64 // fail one of the next few directory syncs (EIO): what they were to make durable a power loss may undo until one succeeds
 	Inspect      float64 // a visit by statectl: a process of its own opens the file, reads, lists or writes a few keys and closes (not a fault: a program users run beside theirs)
-	Foreign      float64 // another program on the file: plain SQLite switches it to rollback mode and, two times in three, is killed in a write before its commit (foreign.go); 0 in a default run
+	Foreign      float64 // another program on the file: plain SQLite switches it to rollback mode and, two times in three, is killed in a write before its commit; or it writes or keeps a read snapshot in WAL mode beside the processes (foreign.go); 0 in a default run
 }
 
 // DefaultRates are the fault rates of a default run: a few faults of each
@@ -162,7 +162,7 @@ func (r *Rates) list() []rate {
 		{"diskfull", "disk-full episodes", &r.DiskFull},
 		{"dirsyncerror", "injected directory sync errors (EIO from fsync of a directory)", &r.DirSyncError},
 		{"inspect", "statectl visits: a process opens the file, reads, lists or writes a few keys and closes", &r.Inspect},
-		{"foreign", "another program (plain SQLite) switching the file to rollback mode and, two times in three, killed in a write before its commit; runs only while no process has the file open", &r.Foreign},
+		{"foreign", "another program (plain SQLite): it switches the file to rollback mode while no process has it open and, two times in three, is killed in a write before its commit; or it writes (killed before its commit) or keeps a read snapshot in WAL mode beside the processes", &r.Foreign},
 	}
 }
 

@@ -13,7 +13,8 @@
 // and closes. With Rates.Foreign, another program comes too (foreign.go):
 // plain SQLite switches the file to a rollback journal mode while no
 // process has it open, or writes in WAL mode beside the processes, and is
-// killed in its write before its commit.
+// killed in its write before its commit; or it keeps a read snapshot in
+// WAL mode beside them, and ends its read or is killed.
 //
 // Goroutines are real, and one runs at a time (sched.go): a seeded
 // scheduler hands the turn to one and takes it back at every point where

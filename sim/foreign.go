@@ -37,7 +37,10 @@ import (
 // its commit (a program that finds the write lock taken ends); one in three
 // holds the write lock first, up to twice the engine's busy timeout, as a
 // shell left in a transaction does, and the processes' calls that wait
-// for it past their busy timeout may fail with ErrBusy.
+// for it past their busy timeout may fail with ErrBusy. A third of the
+// programs in WAL mode read instead (foreignread.go): they keep a read
+// snapshot, behind which the WAL cannot start over, and end their read or
+// are killed.
 //
 // It runs only once the file has its schema, and only while no read,
 // write or sync error and no full disk has struck since the last
@@ -59,6 +62,14 @@ const foreignPID = MaxProcs + 3
 const (
 	foreignHoldMin  = 100
 	foreignHoldSpan = 10_000
+)
+
+// A foreign program reading in WAL mode keeps its snapshot for
+// foreignKeepMin ms and up to foreignKeepSpan more: a shell left in a read
+// transaction, behind which the WAL cannot start over.
+const (
+	foreignKeepMin  = 100
+	foreignKeepSpan = 30_000
 )
 
 // foreignModes are the rollback journal modes the foreign program asks for.
@@ -83,6 +94,8 @@ type foreignPlan struct {
 	mode  string // the journal mode it asks for
 	wal   bool   // it writes in WAL mode, beside the processes, and asks for no mode
 	hold  int64  // ms it holds the write lock before it is killed, in WAL mode: a shell left in a transaction
+	read  bool   // in WAL mode, it reads instead and keeps its snapshot for hold ms
+	exits bool   // a reader ends its transaction and closes the file when its hold ends, instead of being killed
 }
 
 // foreign draws a foreign program, to run as soon as no process has the
@@ -101,9 +114,14 @@ func (w *world) foreign(r *rand.Rand) bool {
 	if w.rngForeignHold.IntN(3) == 0 {
 		hold = foreignHoldMin + w.rngForeignHold.Int64N(foreignHoldSpan)
 	}
+	read, keep, exits := w.rngForeignRead.IntN(3) == 0, foreignKeepMin+w.rngForeignRead.Int64N(foreignKeepSpan), w.rngForeignRead.IntN(2) == 0
 	if w.rngForeign.IntN(2) == 0 {
 		w.foreignNext.wal, w.foreignNext.write, w.foreignNext.hold = true, true, hold
 		write = true
+		if read {
+			w.foreignNext.read, w.foreignNext.write, w.foreignNext.hold, w.foreignNext.exits = true, false, keep, exits
+			write = false
+		}
 	}
 	if write && cut && w.cfg.Rates.MidOp > 0 {
 		w.foreignNext.cut = armedCut{n: n, mode: mode}
@@ -132,6 +150,8 @@ func (w *world) foreignStart() bool {
 	fs := w.m.Process(f.pid)
 	what := "switches the file to journal_mode=" + plan.mode
 	switch {
+	case plan.read:
+		what = "reads beside the processes and keeps its snapshot"
 	case plan.wal:
 		what = "writes beside the processes and is killed"
 	case plan.write:
@@ -182,6 +202,10 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 	}
 	defer conn.Close()
 	if !w.foreignSwitch(f, conn, plan) {
+		return
+	}
+	if plan.read {
+		w.foreignRead(f, conn, plan)
 		return
 	}
 	for _, q := range []string{
@@ -255,6 +279,10 @@ func (w *world) foreignSwitch(f *process, conn *sql.Conn, plan *foreignPlan) boo
 	if plan.wal {
 		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 			w.foreignEnd(f, "PRAGMA journal_mode", err)
+			return false
+		}
+		if plan.read && mode != "wal" {
+			w.foreignEnd(f, "reads nothing: the file is in journal_mode="+mode, nil)
 			return false
 		}
 		if mode != "wal" {

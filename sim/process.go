@@ -412,7 +412,7 @@ func (w *world) die(p *process) {
 	}
 	p.db, p.starting, p.stopping = nil, false, false
 	if p == w.outsider {
-		w.foreignHolding = false // its locks die with it
+		w.foreignHolding, w.foreignReading = false, false // its locks die with it
 	}
 	w.down(p)
 }

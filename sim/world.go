@@ -30,12 +30,14 @@ const (
 // streamSched is the scheduler's stream: which thread runs next.
 const streamSched uint64 = 0x51a1001
 
-// streamForeign and streamForeignHold are the foreign program's second
-// and third streams: whether it writes in WAL mode beside the processes,
-// and how long it holds the write lock then (foreign.go).
+// streamForeign, streamForeignHold and streamForeignRead are the foreign
+// program's second, third and fourth streams: whether it writes in WAL mode
+// beside the processes, how long it holds the write lock then, and whether
+// it reads instead and how long it keeps its snapshot (foreign.go).
 const (
 	streamForeign     uint64 = 0x51a2001
 	streamForeignHold uint64 = 0x51a2002
+	streamForeignRead uint64 = 0x51a2003
 )
 
 // dbPath is the statekit file's name on the simulated disk.
@@ -50,6 +52,7 @@ type world struct {
 	rngWork, rngTime, rngLife  *rand.Rand
 	rngFault                   [faultKinds]*rand.Rand
 	rngForeign, rngForeignHold *rand.Rand
+	rngForeignRead             *rand.Rand
 	sched                      *scheduler
 
 	trueMillis int64 // true virtual time since the run began
@@ -74,6 +77,7 @@ type world struct {
 	foreignNext    *foreignPlan // a foreign program drawn, waiting to start
 	rollbackMode   bool         // the foreign program may have switched the file to rollback mode, and no writable open has succeeded since
 	foreignHolding bool         // the foreign program holds the write lock, as a paused process may
+	foreignReading bool         // the foreign program keeps a read snapshot
 	hotMaybe       bool         // a write outside the WAL (the foreign program's switch or write, or a writable open's switch back) may be left hot, and no writable open has succeeded since
 	errorsAtOpen   int64        // the disk's injected errors and refused writes when the last writable open that succeeded began
 	schemaSeen     bool         // a writable open succeeded since the file was last found without a schema
@@ -147,6 +151,7 @@ func newWorld(cfg Config) *world {
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	w.rngForeign = rand.New(rand.NewPCG(cfg.Seed, streamForeign))
 	w.rngForeignHold = rand.New(rand.NewPCG(cfg.Seed, streamForeignHold))
+	w.rngForeignRead = rand.New(rand.NewPCG(cfg.Seed, streamForeignRead))
 	for k := range w.rngFault {
 		w.rngFault[k] = rand.New(rand.NewPCG(cfg.Seed, streamFault+uint64(k)))
 	}
