@@ -161,7 +161,7 @@ func (s *Server) start() error {
 	// The group keeps it from the kill a parent's group gets, so on Linux
 	// childproc gives it a parent-death signal: a parent killed before it
 	// could Kill the server (a CI timeout) takes it along.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := childproc.Start(cmd); err != nil {
 		logf.Close()
@@ -303,8 +303,7 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 		return
 	}
 	pgid := s.cmd.Process.Pid
-	_ = s.cmd.Process.Signal(sig)
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot act on SIGTERM
+	ask(s.cmd.Process, sig)
 	select {
 	case <-s.done:
 	case <-time.After(startWait):
@@ -314,27 +313,21 @@ func (s *Server) stopLocked(sig syscall.Signal) {
 	s.cmd = nil
 	// What the server forked and left behind (an AOF rewrite in progress
 	// when it was killed) goes too, before anyone removes its directory.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	for deadline := time.Now().Add(startWait); time.Now().Before(deadline); {
-		if err := syscall.Kill(-pgid, 0); err != nil {
-			return // no process of the group is left
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	killGroup(pgid)
 }
 
 // Pause stops the server with SIGSTOP: it keeps its connections and
 // answers nothing, as a hung host would, until Resume.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+func (s *Server) Pause() { s.apply(pause) }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+func (s *Server) Resume() { s.apply(resume) }
 
-func (s *Server) signal(sig syscall.Signal) {
+func (s *Server) apply(f func(*os.Process)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(sig)
+		f(s.cmd.Process)
 	}
 }
 
