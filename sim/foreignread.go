@@ -11,11 +11,10 @@ import (
 // plan.hold ms, so that no checkpoint may copy past it and the WAL cannot
 // start over behind it, and then ends its transaction and closes the file
 // (the last connection to close checkpoints and removes the WAL) or is
-// killed. It stops keeping the snapshot at once when an error strikes
-// meanwhile, as the writer's hold does: the page repair after a failed
-// sync or a full disk needs a moment when a checkpoint can copy the whole
-// WAL (CORRECTNESS.md says a reader kept past an Open's busy timeout defers
-// it to the next Open).
+// killed (always, when an error struck meanwhile). It keeps its snapshot
+// whatever strikes meanwhile: the page repair of an Open after a failed
+// sync does not wait for a checkpoint that copies the whole WAL
+// (state/walrepairbehind.go).
 func (w *world) foreignRead(f *process, conn *sql.Conn, plan *foreignPlan) {
 	ctx := context.Background()
 	var rows, bytes, leases int64
@@ -40,15 +39,15 @@ func (w *world) foreignRead(f *process, conn *sql.Conn, plan *foreignPlan) {
 	w.logf("p%d (sqlite3) keeps a read snapshot (%d keys, %d leases) for %dms", f.pid, rows, leases, plan.hold)
 	seen := w.errorCount()
 	w.foreignReading = true
-	if !w.sched.sleep(time.Duration(plan.hold)*time.Millisecond, func() bool { return w.errorsSince(seen) }) &&
-		!w.tearing && w.m.Powered() {
-		w.logf("p%d (sqlite3) stops reading: an error struck", f.pid)
-	}
+	w.sched.sleep(time.Duration(plan.hold)*time.Millisecond, nil)
 	w.foreignReading = false
 	if w.tearing || !w.m.Powered() {
 		return
 	}
-	if !plan.exits {
+	if !plan.exits || w.errorsSince(seen) {
+		// After an error it never exits: the last connection to close
+		// checkpoints, and plain SQLite knows nothing of what statekit
+		// repairs after one.
 		w.m.Crash(f.pid)
 		w.logf("p%d (sqlite3) killed in its read", f.pid)
 		return

@@ -83,3 +83,37 @@ func TestForeignReaderKeepsTheWALFromStartingOver(t *testing.T) {
 	assert.Equal(t, model.Int(value), got)
 	require.Empty(t, w.violations)
 }
+
+// TestForeignReaderDoesNotHoldUpAnOpen: a writable Open beside a reader on
+// an older snapshot repairs the pages behind it without waiting for a
+// checkpoint that copies the whole WAL, which the reader stops short. It
+// waited out its whole busy timeout (5 s of virtual time) before.
+func TestForeignReaderDoesNotHoldUpAnOpen(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return w.sched.count(kindTask) == 0 }))
+	set := func() {
+		done := false
+		w.sched.spawn(kindTask, "writer", p, w.newClient(), func(th *thread) {
+			w.verb(th, p, th.client, &model.Input{Kind: model.Set, Key: w.keys[0], Value: model.Int(1)})
+			done = true
+		})
+		require.True(t, w.runUntil(func() bool { return done }))
+	}
+	set()
+	w.foreignNext = &foreignPlan{wal: true, read: true, hold: 600_000, exits: true}
+	require.True(t, w.foreignStart())
+	require.True(t, w.runUntil(func() bool { return w.foreignReading }))
+	set() // the reader's snapshot is older than the WAL's end from here
+	w.stop(p, false)
+	require.True(t, w.runUntil(func() bool { return p.db == nil && !p.stopping }))
+
+	began := w.trueMillis
+	require.True(t, w.start(p))
+	require.True(t, w.runUntil(func() bool { return p.db != nil || !p.starting }))
+	require.NotNil(t, p.db)
+	assert.Less(t, w.trueMillis-began, int64(1000), "Open's virtual time beside the reader")
+	assert.True(t, w.foreignReading, "the reader kept its snapshot")
+	require.Empty(t, w.violations)
+}

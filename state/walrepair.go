@@ -234,9 +234,10 @@ func (db *DB) locked(ctx context.Context, conn *sql.Conn, fn func() error) (err 
 // It must not race another process's checkpoint, which could write a newer
 // page between its read and its write: so, holding the write lock (no new
 // frame can come), it first runs a checkpoint that copies the whole WAL;
-// once one has, no checkpoint has anything left to write. If a reader keeps
-// an older snapshot for the whole busy timeout, the pages are left as they
-// are (CORRECTNESS.md, what is not promised).
+// once one has, no checkpoint has anything left to write. When a reader's
+// older snapshot stops it short, the repair holds the checkpointer's lock
+// instead and rewrites the pages of the frames up to the backfill mark
+// (walrepairbehind.go).
 
 // walHeaderBytes and walFrameHeaderBytes are the sizes of the WAL's header
 // and of each frame's header (sqlite.org/fileformat.html, "WAL File
@@ -249,10 +250,12 @@ const (
 
 // repairPages rewrites the database file's pages that the WAL names, once
 // a checkpoint has copied the whole WAL, all under the write lock on conn.
-// A reader with an older snapshot stops the checkpoint short; it may itself
-// be waiting for the write lock to write, so repairPages lets go of the
-// lock and tries again a little later, until the busy timeout passes; then
-// it leaves the pages as they are.
+// A reader with an older snapshot stops the checkpoint short; then it
+// rewrites the pages of the frames up to the backfill mark under the
+// checkpointer's lock (repairBehindSnapshot). When that lock is taken (a
+// checkpoint of another process runs) it lets go of the write lock and
+// tries again a little later, until the busy timeout passes; then it leaves
+// the pages as they are.
 func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 	ckpt := db.bg.ckpt.conn
 	if ckpt == nil || db.failed != nil {
@@ -269,7 +272,13 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 		err := db.locked(ctx, conn, func() error {
 			var busy, frames, copied int64
 			err := ckpt.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied)
-			if err = db.explain(ckpt, classify(ctx, roomRefusedOn(ckpt, err))); err != nil || busy != 0 || frames != copied {
+			if err = db.explain(ckpt, classify(ctx, roomRefusedOn(ckpt, err))); err != nil {
+				return db.forgetIfSyncFailed(conn, err)
+			}
+			if busy != 0 || frames != copied {
+				// A reader's older snapshot stopped it short, or another
+				// checkpoint runs (walrepairbehind.go).
+				done, err = db.repairBehindSnapshot(conn)
 				return db.forgetIfSyncFailed(conn, err)
 			}
 			done = true

@@ -82,3 +82,93 @@ func TestPartialCheckpointThenFailedSyncKeepsAGrant(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, findings)
 }
+
+// TestPartialCheckpointThenFailedSyncKeepsAGrantBesideAReader is the same
+// with a reader of another process (a backup tool, a sqlite3 shell left in
+// a transaction) keeping an older snapshot while the next process opens:
+// no checkpoint can copy the whole WAL then, so Open rewrites the pages of
+// the frames up to the backfill mark under the checkpointer's lock, without
+// waiting for the reader. After the reader, a checkpoint copies the rest
+// and syncs "successfully", the WAL starts over, and the power goes: the
+// grant must still be there. Before, Open waited its busy timeout for the
+// reader and went on without the repair, and the grant was lost.
+func TestPartialCheckpointThenFailedSyncKeepsAGrantBesideAReader(t *testing.T) {
+	ctx := context.Background()
+	const path = "/sim/partial.state"
+	const budget = 2 * time.Second // how long Open waited for the reader before
+	m := faults.NewMemFS(1)
+	clock := newClock()
+	open := func(pid int) *state.DB {
+		db, err := state.Open(path, state.WithFS(m.Process(pid)), state.WithClock(clock), state.WithoutBackground(),
+			state.WithBusyTimeout(budget))
+		require.NoError(t, err)
+		return db
+	}
+	conns := func(pid, n int) []*sql.Conn {
+		name, unregister, err := vfs.Register(m.Process(pid))
+		require.NoError(t, err)
+		t.Cleanup(unregister)
+		raw, err := sql.Open("sqlite", "file:"+path+"?vfs="+name)
+		require.NoError(t, err)
+		t.Cleanup(func() { raw.Close() })
+		var cs []*sql.Conn
+		for range n {
+			c, err := raw.Conn(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	read := func(c *sql.Conn) {
+		_, err := c.ExecContext(ctx, `BEGIN`)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, c.QueryRowContext(ctx, `SELECT count(*) FROM leases`).Scan(&n))
+	}
+	commit := func(c *sql.Conn) {
+		_, err := c.ExecContext(ctx, `COMMIT`)
+		require.NoError(t, err)
+	}
+	db1 := open(1)
+	_, err := db1.Lease(ctx, "job", "a", time.Hour)
+	require.NoError(t, err)
+
+	cs := conns(1, 2)
+	reader, ckpt := cs[0], cs[1]
+	read(reader)
+	require.NoError(t, db1.Set(ctx, "k", "v")) // frames past the reader's snapshot
+	var busy, frames, copied int
+	require.NoError(t, ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied))
+	require.Positive(t, copied, "the checkpoint copies the frames up to the reader's snapshot")
+	require.Less(t, copied, frames, "and stops there, without syncing the file")
+	commit(reader)
+	m.FailAt(faults.OpSync, 2)
+	err = ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+	require.Error(t, err, "the file's sync must fail")
+	require.Equal(t, int64(1), m.Stats().InjectedSyncErrors)
+
+	backup := conns(4, 1)[0] // another process's reader, on an older snapshot from here
+	read(backup)
+	require.NoError(t, db1.Set(ctx, "k", "w"))
+
+	db2 := open(2) // a process that was not open when the sync failed
+	commit(backup)
+	require.NoError(t, ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "the rest is copied, and the file synced")
+	require.NoError(t, db2.Set(ctx, "k", "x")) // the WAL starts over
+	require.NoError(t, db2.Close())
+	m.PowerLoss(faults.LossDrop)
+	m.Reboot()
+	_ = db1.Close()
+
+	db3 := open(3)
+	defer db3.Close()
+	_, err = db3.Lease(ctx, "job", "b", time.Minute)
+	var held *state.LeaseHeldError
+	require.True(t, errors.As(err, &held), "the grant to a (FULL, acknowledged) was lost: %v", err)
+	require.Equal(t, "a", held.Owner)
+	findings, err := db3.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, findings)
+}

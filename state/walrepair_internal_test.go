@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // TestRewriteFileFindsTheWALBehindASymlink: SQLite's unix VFS names the WAL
@@ -115,18 +116,23 @@ func TestNativeRepairRewritesThePages(t *testing.T) {
 	}
 }
 
-// TestNativeRepairLeavesPagesBehindAnOldSnapshot: a reader that keeps an
+// TestNativeRepairRewritesPagesBehindAnOldSnapshot: a reader that keeps an
 // older snapshot stops every checkpoint short of the WAL's end, so Open's
-// page repair cannot run; it tries until the busy timeout, then Open goes
-// on without it (what is not promised), and every key stays readable. Once
-// the reader is gone, the next Open repairs.
-func TestNativeRepairLeavesPagesBehindAnOldSnapshot(t *testing.T) {
+// page repair cannot wait for one that copies the whole WAL; on the native
+// VFS too it takes the checkpointer's lock of the shared index and rewrites
+// the pages of the frames up to the backfill mark. The frames up to the
+// reader's snapshot are copied into the file first, so the checkpoint at
+// Open has nothing to write: the file's modification time moves only if
+// the repair wrote the pages, and their bytes stay as they were.
+func TestNativeRepairRewritesPagesBehindAnOldSnapshot(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "app.state")
 	a, err := Open(path, WithoutBackground())
 	require.NoError(t, err)
 	defer a.Close()
-	require.NoError(t, a.Set(ctx, "before", 1))
+	for i := range 20 {
+		require.NoError(t, a.Set(ctx, fmt.Sprintf("before%d", i), i))
+	}
 
 	raw, err := sql.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
@@ -141,31 +147,79 @@ func TestNativeRepairLeavesPagesBehindAnOldSnapshot(t *testing.T) {
 	for i := range 20 {
 		require.NoError(t, a.Set(ctx, fmt.Sprintf("k%d", i), i))
 	}
+	var busy, frames, copied int64
+	require.NoError(t, a.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
+	require.Positive(t, copied, "the frames up to the reader's snapshot are in the file")
+	require.Less(t, copied, frames, "and no more")
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(path, old, old))
 
-	const budget = 100 * time.Millisecond
-	began := time.Now()
-	b, err := Open(path, WithBusyTimeout(budget))
-	took := time.Since(began)
+	b, err := Open(path, WithBusyTimeout(2*time.Second))
+	require.NoError(t, err)
+	defer b.Close()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().After(old), "Open rewrote the pages behind the reader")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	for i := range 20 {
+		v, err := b.Get(ctx, fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint(i), v.String())
+	}
+	var still int
+	require.NoError(t, reader.QueryRowContext(ctx, `SELECT count(*) FROM kv`).Scan(&still))
+	assert.Equal(t, n, still, "the reader kept its snapshot throughout")
+	_, err = reader.ExecContext(ctx, `COMMIT`)
+	require.NoError(t, err)
+}
+
+// TestNativeRepairLeavesPagesWhileACheckpointHoldsItsLock: the page repair
+// needs the checkpointer's lock; while another process holds it (a process
+// stopped in the middle of a checkpoint), Open tries until its busy
+// timeout, then goes on without the repair (what is not promised) and
+// every key stays readable: the file is not written.
+func TestNativeRepairLeavesPagesWhileACheckpointHoldsItsLock(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "app.state")
+	a, err := Open(path, WithoutBackground())
+	require.NoError(t, err)
+	defer a.Close()
+	for i := range 20 {
+		require.NoError(t, a.Set(ctx, fmt.Sprintf("k%d", i), i))
+	}
+	var busy, frames, copied int64
+	require.NoError(t, a.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "the whole WAL is in the file")
+
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer raw.Close()
+	holder, err := raw.Conn(ctx)
+	require.NoError(t, err)
+	defer holder.Close()
+	var n int
+	require.NoError(t, holder.QueryRowContext(ctx, `SELECT count(*) FROM kv`).Scan(&n))
+	require.NoError(t, holder.Raw(func(dc any) error {
+		v, _ := indexRegion(dc)
+		require.NotNil(t, v, "the holder has the shared index mapped")
+		defer v.close()
+		require.EqualValues(t, sqlite3.SQLITE_OK, v.lock(walCkptLock, 1, sqlite3.SQLITE_SHM_LOCK|sqlite3.SQLITE_SHM_EXCLUSIVE))
+		return nil
+	}))
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(path, old, old))
+
+	b, err := Open(path, WithBusyTimeout(100*time.Millisecond))
 	require.NoError(t, err, "Open goes on without the page repair")
-	assert.GreaterOrEqual(t, took, budget, "the repair tried for the busy timeout")
-	assert.Less(t, took, time.Minute, "and then stopped")
+	defer b.Close()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, old, st.ModTime(), "nothing was written while the lock was held")
 	v, err := b.Get(ctx, "k19")
 	require.NoError(t, err)
 	assert.Equal(t, "19", v.String())
-	require.NoError(t, b.Close())
-
-	_, err = reader.ExecContext(ctx, `COMMIT`)
-	require.NoError(t, err)
-	require.NoError(t, reader.Close())
-	var busy, frames, copied int64
-	require.NoError(t, a.conn.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &frames, &copied))
-	require.Equal(t, frames, copied, "the whole WAL is in the file: the next checkpoint writes nothing")
-	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	require.NoError(t, os.Chtimes(path, old, old))
-	c, err := Open(path)
-	require.NoError(t, err)
-	defer c.Close()
-	st, err := os.Stat(path)
-	require.NoError(t, err)
-	assert.True(t, st.ModTime().After(old), "with the reader gone, Open repaired")
 }
