@@ -233,16 +233,10 @@ func (w *world) foreignRun(f *process, fs *faults.ProcessFS, plan *foreignPlan) 
 		w.foreignHolding = true
 		w.pauses++
 		w.logf("p%d (sqlite3) holds the write lock for %dms", f.pid, plan.hold)
-		// It is killed at once when an error strikes meanwhile: the page
-		// repair after a failed sync needs a moment when a checkpoint can
-		// copy the whole WAL, and a reader that keeps its snapshot past an
-		// Open's busy timeout leaves the pages unrepaired until the next
-		// Open (CORRECTNESS.md says so), which is not what this checks.
-		seen := w.errorCount()
-		if !w.sched.sleep(time.Duration(plan.hold)*time.Millisecond, func() bool { return w.errorsSince(seen) }) &&
-			!w.tearing && w.m.Powered() {
-			w.logf("p%d (sqlite3) stops holding: an error struck", f.pid)
-		}
+		// It holds it whatever strikes meanwhile: an Open that needs the
+		// lock to repair the WAL after a failed sync waits for it, as any
+		// writer does, and fails with ErrBusy past its busy timeout.
+		w.sched.sleep(time.Duration(plan.hold)*time.Millisecond, nil)
 		w.foreignHolding = false
 		if w.tearing || !w.m.Powered() {
 			return
