@@ -7,29 +7,29 @@ import (
 )
 
 // foreignRead is the foreign program that reads in WAL mode: a shell left
-// in a read transaction. It reads every row, keeps its snapshot for
-// plan.hold ms, so that no checkpoint may copy past it and the WAL cannot
-// start over behind it, and then ends its transaction and closes the file
-// (the last connection to close checkpoints and removes the WAL) or is
-// killed (always, when an error struck meanwhile). It keeps its snapshot
-// whatever strikes meanwhile: the page repair of an Open after a failed
-// sync does not wait for a checkpoint that copies the whole WAL
-// (state/walrepairbehind.go).
+// in a read transaction, or a backup tool. It reads every row and keeps
+// its snapshot for plan.hold ms whatever strikes meanwhile, so that no
+// checkpoint may copy past it and the WAL cannot start over behind it
+// (the page repair of an Open after a failed sync does not wait for it:
+// state/walrepairbehind.go). Then it ends its transaction and closes the
+// file (the last connection to close checkpoints and removes the WAL), or
+// is killed: always, when an error struck meanwhile.
 func (w *world) foreignRead(f *process, conn *sql.Conn, plan *foreignPlan) {
 	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		w.foreignEnd(f, "BEGIN", err)
+		return
+	}
 	var rows, bytes, leases int64
-	for _, q := range []string{"BEGIN", "SELECT count(*), coalesce(sum(length(value)), 0) FROM kv", "SELECT count(*) FROM leases"} {
-		var err error
-		switch q {
-		case "BEGIN":
-			_, err = conn.ExecContext(ctx, q)
-		case "SELECT count(*) FROM leases":
-			err = conn.QueryRowContext(ctx, q).Scan(&leases)
-		default:
-			err = conn.QueryRowContext(ctx, q).Scan(&rows, &bytes)
-		}
-		if err != nil {
-			w.foreignEnd(f, q, err)
+	for _, r := range []struct {
+		q   string
+		dst []any
+	}{
+		{"SELECT count(*), coalesce(sum(length(value)), 0) FROM kv", []any{&rows, &bytes}},
+		{"SELECT count(*) FROM leases", []any{&leases}},
+	} {
+		if err := conn.QueryRowContext(ctx, r.q).Scan(r.dst...); err != nil {
+			w.foreignEnd(f, r.q, err)
 			return
 		}
 	}
