@@ -3,6 +3,7 @@ package state
 import (
 	"database/sql"
 	"encoding/binary"
+	"maps"
 	"slices"
 
 	sqlite3 "modernc.org/sqlite/lib"
@@ -73,13 +74,7 @@ func (db *DB) repairBehindSnapshot(conn *sql.Conn) (bool, error) {
 		if size == 1 {
 			size = 65536
 		}
-		pages := slices.Sorted(func(yield func(uint32) bool) {
-			for p := range named {
-				if !yield(p) {
-					return
-				}
-			}
-		})
+		pages := slices.Sorted(maps.Keys(named))
 		if len(pages) > 0 {
 			if err := rewritePages(db.openPages, pages, size); err != nil {
 				return err
