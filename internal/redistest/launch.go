@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -90,49 +89,20 @@ func (s *Server) Close() { s.Kill() }
 // string's whole content (CLIENT LIST, INFO), or the line of a simple
 // reply. An error reply is returned as an error.
 func CommandText(addr, password string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(c)
-	send := func(args ...string) (string, error) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	return roundTrip(addr, password, args, func(line string, r *bufio.Reader) (string, error) {
+		if !strings.HasPrefix(line, "$") {
+			return strings.TrimPrefix(strings.TrimPrefix(line, "+"), ":"), nil
 		}
-		if _, err := c.Write([]byte(b.String())); err != nil {
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("redistest: reply %q", line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
 			return "", err
 		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return "", err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case strings.HasPrefix(line, "-"):
-			return "", errors.New(line[1:])
-		case strings.HasPrefix(line, "$"):
-			n, err := strconv.Atoi(line[1:])
-			if err != nil || n < 0 {
-				return "", fmt.Errorf("redistest: reply %q", line)
-			}
-			buf := make([]byte, n+2)
-			if _, err := io.ReadFull(r, buf); err != nil {
-				return "", err
-			}
-			return string(buf[:n]), nil
-		}
-		return strings.TrimPrefix(strings.TrimPrefix(line, "+"), ":"), nil
-	}
-	if password != "" {
-		if _, err := send("AUTH", password); err != nil {
-			return "", err
-		}
-	}
-	return send(args...)
+		return string(buf[:n]), nil
+	})
 }
 
 // Password returns the server's password, "" for none.

@@ -209,6 +209,13 @@ func Ping(addr, password string) error {
 // when password is set) and returns the first line of the reply. An error
 // reply is returned as an error.
 func Command(addr, password string, args ...string) (string, error) {
+	return roundTrip(addr, password, args, func(line string, _ *bufio.Reader) (string, error) { return line, nil })
+}
+
+// roundTrip sends args to addr over a fresh connection, after AUTH when
+// password is set, and returns what reply makes of the first line of each
+// reply and the reader for the rest of it. An error reply is an error.
+func roundTrip(addr, password string, args []string, reply func(line string, r *bufio.Reader) (string, error)) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
@@ -233,7 +240,7 @@ func Command(addr, password string, args ...string) (string, error) {
 		if strings.HasPrefix(line, "-") {
 			return "", errors.New(line[1:])
 		}
-		return line, nil
+		return reply(line, r)
 	}
 	if password != "" {
 		if _, err := send("AUTH", password); err != nil {
