@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/statekit/statekit/state"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
@@ -136,4 +140,61 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
 	}
+}
+
+// statectlCopy copies the test binary (statectl's main when called by that
+// name, see TestMain) where any user can run it, and returns its path.
+func statectlCopy(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	bin := publicTempDir(t)
+	statectl := filepath.Join(bin, "statectl")
+	copyExecutable(t, self, statectl)
+	return statectl
+}
+
+// publicTempDir returns a new directory (mode 0755) every user can reach,
+// removed at the end of the test (t.TempDir's parent only its owner can).
+func publicTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "statectl-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	return dir
+}
+
+// copyExecutable copies the file at src to dst with mode 0755.
+func copyExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
+
+// runStatectl runs statectl with TMPDIR tmp, as the user uid unless it is
+// negative, and returns its stdout, stderr and exit status.
+func runStatectl(t *testing.T, statectl, tmp string, uid int, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(statectl, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GORACE=atexit_sleep_ms=0")
+	if uid >= 0 {
+		runAs(t, cmd, uid)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errOut.String(), code
 }

@@ -1,9 +1,10 @@
+//go:build unix
+
 package main
 
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,19 +98,6 @@ func TestReadsInADirectoryItCannotWrite(t *testing.T) {
 	names, err := os.ReadDir(data)
 	require.NoError(t, err)
 	assert.Len(t, names, 1, "nothing was created beside the file")
-}
-
-// copyExecutable copies the file at src to dst with mode 0755.
-func copyExecutable(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
 }
 
 // TestCheckFindsATruncatedWAL: statectl check, beside a process that has

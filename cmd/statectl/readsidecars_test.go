@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/statekit/statekit/state"
@@ -90,48 +87,4 @@ func assertNothingBeside(t *testing.T, path string, args []string) {
 		_, err := os.Lstat(path + suffix)
 		assert.ErrorIs(t, err, os.ErrNotExist, "%s left %s%s", args, filepath.Base(path), suffix)
 	}
-}
-
-// statectlCopy copies the test binary (statectl's main when called by that
-// name, see TestMain) where any user can run it, and returns its path.
-func statectlCopy(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	bin := publicTempDir(t)
-	statectl := filepath.Join(bin, "statectl")
-	copyExecutable(t, self, statectl)
-	return statectl
-}
-
-// publicTempDir returns a new directory (mode 0755) every user can reach,
-// removed at the end of the test (t.TempDir's parent only its owner can).
-func publicTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "statectl-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	return dir
-}
-
-// runStatectl runs statectl with TMPDIR tmp, as the user uid unless it is
-// negative, and returns its stdout, stderr and exit status.
-func runStatectl(t *testing.T, statectl, tmp string, uid int, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(statectl, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GORACE=atexit_sleep_ms=0")
-	if uid >= 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return out.String(), errOut.String(), code
 }
