@@ -296,17 +296,18 @@ var canaries = []struct {
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
 	{"limiter-two-steps", []string{sim.CheckRateLimit}, 0, nil},
-	// A fill's lease lost before its write: 25 of 200 default seeds (the
+	// A fill's lease lost before its write: 27 of 200 default seeds (the
 	// README's table); seeds 1 to 16 miss it, and 17 to 50 catch it eight
-	// times (at 102562e; eleven times from seed 10 at 46c9026, five from
-	// seed 19 at 55d3ea4), so it takes 50 seeds here: the first seed that
-	// catches it moves with the engine's schedule and the simulator's.
+	// times (at d5e5b10 and 102562e; eleven times from seed 10 at 46c9026,
+	// five from seed 19 at 55d3ea4), so it takes 50 seeds here: the first
+	// seed that catches it moves with the engine's schedule and the
+	// simulator's.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 50, nil},
 	// A loss found on a disk that kept the failed sync's writes: 18 of
-	// 200 default seeds (the README's table), 16 of 60 with as many
+	// 200 default seeds (the README's table), 14 of 60 with as many
 	// goroutines as a process may have (readers hold checkpoints short)
-	// and more failed syncs, as here (seeds 2, 7, 9, 15 and 16 of the 20;
-	// at 102562e; 9 of 60 at e32535b, 19 of 60 at 55d3ea4).
+	// and more failed syncs, as here (seeds 2, 7, 9 and 15 of the 20; at
+	// d5e5b10; 16 of 60 at 102562e, 9 at e32535b, 19 at 55d3ea4).
 	{"loss-check-every-page", []string{sim.CheckEngineError}, 20,
 		func(c *sim.Config) { c.Goroutines, c.Rates.SyncError = sim.MaxGoroutines, 0.03 }},
 }
