@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -60,20 +59,7 @@ func TestReadsOnAFullDisk(t *testing.T) {
 	require.NoError(t, err)
 	statectl := filepath.Join(t.TempDir(), "statectl")
 	copyExecutable(t, self, statectl)
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(statectl, args...)
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GORACE=atexit_sleep_ms=0")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		return out.String(), errOut.String(), code
-	}
+	run := func(args ...string) (string, string, int) { return runStatectl(t, statectl, tmp, -1, args...) }
 
 	out, errOut, code := run("get", path, "k")
 	assert.Equal(t, 0, code, errOut)

@@ -189,12 +189,18 @@ func runStatectl(t *testing.T, statectl, tmp string, uid int, args ...string) (s
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
+	code := exitCode(t, cmd.Run())
 	return out.String(), errOut.String(), code
+}
+
+// exitCode is the exit status of a command that ran and returned err, and
+// fails the test if it could not run.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return 0
 }

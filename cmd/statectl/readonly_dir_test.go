@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/statekit/statekit/state"
@@ -51,23 +49,11 @@ func TestReadsInADirectoryItCannotWrite(t *testing.T) {
 	statectl := filepath.Join(bin, "statectl")
 	copyExecutable(t, self, statectl)
 
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(statectl, args...)
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GORACE=atexit_sleep_ms=0")
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		}
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		return out.String(), errOut.String(), code
+	uid := -1
+	if os.Geteuid() == 0 {
+		uid = 65534 // nobody, who may not write the directory
 	}
+	run := func(args ...string) (string, string, int) { return runStatectl(t, statectl, tmp, uid, args...) }
 	if os.Geteuid() != 0 {
 		require.NoError(t, os.Chmod(data, 0o555))
 	}
@@ -120,11 +106,7 @@ func TestCheckFindsATruncatedWAL(t *testing.T) {
 		cmd := exec.Command(statectl, "check", path)
 		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 		out, err := cmd.Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		}
-		require.NoError(t, err)
-		return string(out), 0
+		return string(out), exitCode(t, err)
 	}
 	out, code := check()
 	require.Equal(t, 0, code, out)

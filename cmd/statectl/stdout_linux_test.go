@@ -42,13 +42,7 @@ func TestOutputThatCannotBeWrittenFails(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 		var errBuf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = full, &errBuf
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
+		code := exitCode(t, cmd.Run())
 		assert.Equal(t, 2, code, "%s: %s", args, errBuf.String())
 		assert.Contains(t, errBuf.String(), "no space left on device", "%s", args)
 	}
