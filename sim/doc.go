@@ -8,9 +8,9 @@
 // processes, steps the wall clock, fails reads, writes, syncs and
 // directory syncs, and fills the disk. statectl visits too (inspect.go): a
 // process of its own opens the live file without background work, reads a
-// few keys, lists them (dump, leases) or checks the file (read-only) or
-// writes a few (set, incr, decr, del, expire, cas, sweep, run's lease),
-// and closes. With Rates.Foreign, another program comes too (foreign.go):
+// few keys, lists them (dump, leases), counts them (info) or checks the
+// file (read-only) or writes a few (set, incr, decr, del, expire, cas,
+// sweep, run's lease), and closes. With Rates.Foreign, another program comes too (foreign.go):
 // plain SQLite switches the file to a rollback journal mode while no
 // process has it open, or writes in WAL mode beside the processes, and is
 // killed in its write before its commit; or it keeps a read snapshot in
@@ -41,7 +41,8 @@
 // durability model for power losses), fencing tokens and the fenced
 // resource, the engine's clock promises, integrity_check after every
 // recovery, the counter's bounds, that each flush takes exactly what was
-// buffered, and that no error appeared that no fault explains. Run returns
+// buffered, that statectl info counts the rows the verifier lists at the
+// end (info.go), and that no error appeared that no fault explains. Run returns
 // a Report; its Trace hashes everything that happened, scheduling steps
 // included, so one seed replays byte for byte.
 //

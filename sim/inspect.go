@@ -14,7 +14,7 @@ import (
 // short-lived process of its own that opens the file without background
 // work (as cmd/statectl does), makes a few calls on the clients' keys and
 // closes. Two visits in three read (the file opened read-only: get, ttl,
-// dump, leases, check); the third writes (set, incr, decr, del, expire,
+// dump, leases, info, check); the third writes (set, incr, decr, del, expire,
 // cas, sweep, and run's lease, renewal and release, as their commands do). Its
 // calls are recorded and checked as every other call is; crashes, pauses
 // and power losses reach it as they reach the others. It is started only
@@ -62,6 +62,7 @@ func openRefused(err error) bool {
 // calls, then a clean close.
 func (w *world) inspectVisit(t *thread, p *process, c *client) {
 	r := w.rngFault[faultInspect]
+visit:
 	for range p.reads {
 		if p.stopping {
 			return
@@ -92,6 +93,16 @@ func (w *world) inspectVisit(t *thread, p *process, c *client) {
 			continue
 		case x < 5:
 			in.Kind = model.TTL
+		case x == 7: // statectl info
+			before := w.mark()
+			if _, err := w.info(p); err != nil {
+				w.logf("p%d info: %s", p.pid, errClass(err))
+				if w.classify(p, "info", err, before) == failDead {
+					w.stopOn(t, p, "info failed")
+				}
+				break visit
+			}
+			continue
 		case x == 8: // statectl dump
 			in = &model.Input{Kind: model.Scan, All: r.IntN(2) == 0}
 			if r.IntN(2) == 0 {

@@ -36,6 +36,9 @@ type process struct {
 	// inline one after them), and each is told of its end by the
 	// goroutine that queued it, so they belong to no one thread.
 	sweeps []*inflight
+	// watch, while not nil, gathers what its sweeps do for the
+	// verifier's info check (info.go).
+	watch *sweepWatch
 	// readOnly and reads are the inspector's current visit (inspect.go):
 	// whether it opens the file read-only, and how many calls it makes.
 	readOnly bool

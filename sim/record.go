@@ -282,6 +282,13 @@ func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
 	before := w.mark()
 	return func(keys []string, err error) {
 		p.sweeps = slices.DeleteFunc(p.sweeps, func(f *inflight) bool { return f == fl })
+		if p.watch != nil {
+			if err == nil {
+				p.watch.deleted = append(p.watch.deleted, keys...)
+			} else {
+				p.watch.cutoffMax = max(p.watch.cutoffMax, cutoff)
+			}
+		}
 		if err == nil {
 			if len(keys) > 0 {
 				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}

@@ -320,8 +320,9 @@ func (w *world) frozenThreads() int {
 	return n
 }
 
-// verify opens the file in a fresh process, checks it, reads every key
-// and grants every lease once, and closes it.
+// verify opens the file in a fresh process, checks it, reads every key,
+// lists every row, holds statectl info's counts to them (infoCheck),
+// grants every lease once, and closes it.
 func (w *world) verify() {
 	v := &process{pid: len(w.procs) + 1}
 	w.needCheck = true
@@ -368,6 +369,9 @@ func (w *world) verify() {
 			if alive() {
 				w.verb(t, v, c.id, &model.Input{Kind: kind, All: true})
 			}
+		}
+		if !alive() || !w.infoCheck(t, v) {
+			return
 		}
 		for _, name := range w.leases {
 			if alive() {

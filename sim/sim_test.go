@@ -251,6 +251,10 @@ var canaries = []struct {
 	// statectl dump lists an expired key its visit should leave out;
 	// the verifier's listings show expired rows anyway (--all).
 	{"scan-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
+	// statectl info counting expired keys as live: the verifier's Stats
+	// at the end, against its listing of every row, whenever a key has
+	// expired and no sweep has deleted it yet.
+	{"stats-counts-expired", []string{sim.CheckInfo}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

@@ -2,7 +2,10 @@ package state
 
 import (
 	"context"
+	"math"
 	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
 )
 
 const (
@@ -76,6 +79,10 @@ func (db *DB) Stats(ctx context.Context) (Stats, error) {
 // stats fills s. Callers hold mu.
 func (db *DB) stats(ctx context.Context, now int64, s *Stats) error {
 	var hwm int64
+	keysAt := now
+	if db.cfg.bugs.Has(bugs.StatsCountsExpired) {
+		keysAt = math.MinInt64 // every deadline still ahead
+	}
 	scans := []struct {
 		query string
 		args  []any
@@ -86,7 +93,7 @@ func (db *DB) stats(ctx context.Context, now int64, s *Stats) error {
 		{`PRAGMA page_count`, nil, []any{&s.Pages}},
 		{`PRAGMA freelist_count`, nil, []any{&s.FreePages}},
 		{hwmGetSQL, nil, []any{&hwm}},
-		{statsKeysSQL, []any{now}, []any{&s.Keys, &s.KeysWithDeadline, &s.ExpiredKeys}},
+		{statsKeysSQL, []any{keysAt}, []any{&s.Keys, &s.KeysWithDeadline, &s.ExpiredKeys}},
 		{statsLeasesSQL, []any{now}, []any{&s.Leases, &s.LeaseNames}},
 	}
 	for _, q := range scans {

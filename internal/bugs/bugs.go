@@ -92,6 +92,9 @@ const (
 	// ScanIgnoresDeadline makes Scan (statectl dump) list expired keys
 	// that no sweep has deleted yet as live ones.
 	ScanIgnoresDeadline
+	// StatsCountsExpired makes Stats (statectl info) count the keys past
+	// their deadline that no sweep has deleted yet as live ones.
+	StatsCountsExpired
 	lastBug
 )
 
@@ -118,6 +121,7 @@ var names = map[Bug]string{
 	LossCheckEveryPage:        "loss-check-every-page",
 	ReadOnlyNoHWM:             "readonly-no-hwm",
 	ScanIgnoresDeadline:       "scan-ignores-deadline",
+	StatsCountsExpired:        "stats-counts-expired",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
