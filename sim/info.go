@@ -62,6 +62,12 @@ func (w *world) infoCheck(t *thread, p *process) bool {
 	if d := infoDisagrees(s, rows, leases, watch); d != "" {
 		w.violate(CheckInfo, "p%d: %s", p.pid, d)
 	}
+	// A writable handle keeps a mark at or after every time it used, at
+	// most a lead ahead; every other mark is at or before the time it
+	// started at.
+	if hw, now := s.HighWater.UnixMilli(), s.Now.UnixMilli(); hw < now || hw > now+state.HighWaterLead.Milliseconds() {
+		w.violate(CheckInfo, "p%d: Stats' high-water mark %d is not between its time %d and %v after it", p.pid, hw, now, state.HighWaterLead)
+	}
 	return true
 }
 
@@ -96,6 +102,10 @@ func statsUnsound(s state.Stats) []string {
 	}
 	if s.Leases < 0 || s.Leases > s.LeaseNames {
 		bad = append(bad, fmt.Sprintf("%d leases held of %d", s.Leases, s.LeaseNames))
+	}
+	if want := max(0, s.HighWater.Sub(s.Wall)-state.HighWaterLead); s.ClockBehind != want {
+		bad = append(bad, fmt.Sprintf("the clock %v behind, want %v (the mark %d, the wall clock %d)",
+			s.ClockBehind, want, s.HighWater.UnixMilli(), s.Wall.UnixMilli()))
 	}
 	if s.PageSize <= 0 || s.Pages <= 0 || s.FreePages < 0 || s.FreePages > s.Pages {
 		bad = append(bad, fmt.Sprintf("%d pages of %d bytes, %d free", s.Pages, s.PageSize, s.FreePages))

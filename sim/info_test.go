@@ -77,8 +77,12 @@ func TestInfoDisagreesCountsTheRows(t *testing.T) {
 // TestStatsUnsoundOnItsOwn lists what no file's rows could explain.
 func TestStatsUnsoundOnItsOwn(t *testing.T) {
 	good := state.Stats{SchemaVersion: state.SchemaVersion, Keys: 2, KeysWithDeadline: 2, Leases: 1, LeaseNames: 1,
-		PageSize: 4096, Pages: 2}
+		PageSize: 4096, Pages: 2, Wall: time.UnixMilli(1_000_000), HighWater: time.UnixMilli(1_000_000)}
 	assert.Empty(t, statsUnsound(good))
+	behind := good
+	behind.HighWater = behind.Wall.Add(state.HighWaterLead + time.Second)
+	behind.ClockBehind = time.Second
+	assert.Empty(t, statsUnsound(behind), "a clock behind the mark, said")
 	for name, change := range map[string]func(*state.Stats){
 		"more keys with a deadline than live": func(s *state.Stats) { s.KeysWithDeadline = 3 },
 		"negative expired keys":               func(s *state.Stats) { s.ExpiredKeys = -1 },
@@ -86,6 +90,12 @@ func TestStatsUnsoundOnItsOwn(t *testing.T) {
 		"no pages":                            func(s *state.Stats) { s.Pages = 0 },
 		"no page size":                        func(s *state.Stats) { s.PageSize = 0 },
 		"a newer schema":                      func(s *state.Stats) { s.SchemaVersion++ },
+		"the clock behind, not said": func(s *state.Stats) {
+			s.HighWater = s.Wall.Add(state.HighWaterLead + time.Millisecond)
+		},
+		"the clock said behind within the lead": func(s *state.Stats) {
+			s.HighWater, s.ClockBehind = s.Wall.Add(state.HighWaterLead), time.Millisecond
+		},
 	} {
 		s := good
 		change(&s)
