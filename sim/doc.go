@@ -42,7 +42,9 @@
 // resource, the engine's clock promises, integrity_check after every
 // recovery, the counter's bounds, that each flush takes exactly what was
 // buffered, that statectl info counts the rows the verifier lists at the
-// end (info.go), and that no error appeared that no fault explains. Run returns
+// end (info.go), that every snapshot of the transfer pair sums to zero
+// (transfer.go: Updates are atomic), and that no error appeared that no
+// fault explains. Run returns
 // a Report; its Trace hashes everything that happened, scheduling steps
 // included, so one seed replays byte for byte.
 //

@@ -38,7 +38,7 @@ const (
 )
 
 // streamRecipe is the recipe workload's stream.
-const streamRecipe uint64 = 0x51a2001
+const streamRecipe uint64 = 0x51a3001
 
 // The recipe workload's shape.
 const (

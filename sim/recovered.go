@@ -36,7 +36,7 @@ func (w *world) recovered() *linearizability.Recovery {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	keys := append(slices.Clone(w.keys), hitsKey)
+	keys := append(append(slices.Clone(w.keys), hitsKey), transferKeys...)
 	s := model.NewState()
 	err = db.Scan(ctx, "", true, func(k state.KeyInfo) error {
 		if !slices.Contains(keys, k.Key) {
@@ -67,6 +67,7 @@ func (w *world) recovered() *linearizability.Recovery {
 		return nil
 	}
 	w.logf("recovered rows: %d keys, %d leases", len(s.KV), len(s.Leases))
+	w.transferRecovered(s)
 	return &linearizability.Recovery{Keys: keys, Leases: slices.Clone(w.leases), State: s}
 }
 

@@ -117,6 +117,7 @@ func (w *world) report(complete bool) *Report {
 		w.checkFencing()
 		w.counter.check(w)
 		w.checkRecipes()
+		w.checkAudits()
 	}
 	w.stats.Recorded = len(w.history)
 	w.stats.VirtualMillis = w.trueMillis

@@ -363,6 +363,9 @@ func (w *world) verify() {
 				w.verb(t, v, c.id, &model.Input{Kind: model.TTL, Key: k})
 			}
 		}
+		if alive() {
+			w.audit(t, v, c.id)
+		}
 		// Every row as a listing shows it, the expired ones and the free
 		// leases too: what statectl dump --all and leases --all print.
 		for _, kind := range []model.Kind{model.Scan, model.Leases} {

@@ -258,6 +258,12 @@ var canaries = []struct {
 	// at the end, against its listing of every row, whenever a key has
 	// expired and no sweep has deleted it yet.
 	{"stats-counts-expired", []string{sim.CheckInfo}, 0, nil},
+	// An Update whose verbs commit one by one: an audit, or the rows a
+	// power loss recovered to, find a transfer half made; an aborted
+	// Update's earlier verbs stay (linearizability), a rate limiter's
+	// transaction half made lets a request through (ratelimit), a grant
+	// inside one stays (fencing).
+	{"update-commits-each", []string{sim.CheckAtomicity, sim.CheckLinearizability, sim.CheckRateLimit, sim.CheckFencing}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

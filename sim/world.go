@@ -50,6 +50,7 @@ type world struct {
 	m   *faults.MemFS
 
 	rngWork, rngTime, rngLife  *rand.Rand
+	rngTransfer                *rand.Rand // the transfer workload's (transfer.go)
 	rngFault                   [faultKinds]*rand.Rand
 	rngForeign, rngForeignHold *rand.Rand
 	rngForeignRead             *rand.Rand
@@ -133,15 +134,16 @@ type Stats struct {
 func newWorld(cfg Config) *world {
 	shape := rand.New(rand.NewPCG(cfg.Seed, streamShape))
 	w := &world{
-		cfg:     cfg,
-		ctx:     context.Background(),
-		m:       faults.NewMemFS(cfg.Seed),
-		rngWork: rand.New(rand.NewPCG(cfg.Seed, streamWork)),
-		rngTime: rand.New(rand.NewPCG(cfg.Seed, streamTime)),
-		rngLife: rand.New(rand.NewPCG(cfg.Seed, streamLife)),
-		hash:    sha256.New(),
-		stats:   Stats{Faults: map[string]int{}},
-		recipes: newRecipeState(cfg.Seed),
+		cfg:         cfg,
+		ctx:         context.Background(),
+		m:           faults.NewMemFS(cfg.Seed),
+		rngWork:     rand.New(rand.NewPCG(cfg.Seed, streamWork)),
+		rngTime:     rand.New(rand.NewPCG(cfg.Seed, streamTime)),
+		rngLife:     rand.New(rand.NewPCG(cfg.Seed, streamLife)),
+		rngTransfer: rand.New(rand.NewPCG(cfg.Seed, streamTransfer)),
+		hash:        sha256.New(),
+		stats:       Stats{Faults: map[string]int{}},
+		recipes:     newRecipeState(cfg.Seed),
 	}
 	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
 	w.m.SetKeepUnwritten(cfg.KeepUnwritten)

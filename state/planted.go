@@ -113,3 +113,15 @@ func (c *checkpointer) bugReopen(db *DB) bool {
 	c.sqldb, c.conn = sqldb, conn
 	return true
 }
+
+// bugCommitEach commits the transaction so far and begins another, as
+// UpdateCommitsEach plants after each verb of an Update.
+func (tx *Tx) bugCommitEach() error {
+	if _, err := tx.db.st.commit.ExecContext(tx.ctx); err != nil {
+		return classify(tx.ctx, err)
+	}
+	if err := tx.db.begin(tx.ctx); err != nil {
+		return classify(tx.ctx, err)
+	}
+	return nil
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/statekit/statekit/internal/bugs"
 )
 
 const (
@@ -195,6 +197,9 @@ func (tx *Tx) Now() (time.Time, error) {
 // run runs one verb inside the transaction and remembers a fatal error,
 // and the trouble the handle must note when Update ends.
 func (tx *Tx) run(err error) error {
+	if err == nil && tx.rt == nil && tx.db.cfg.bugs.Has(bugs.UpdateCommitsEach) {
+		err = tx.bugCommitEach()
+	}
 	if err != nil && (fatal(err) || errors.Is(err, ErrDiskFull) || errors.Is(err, ErrBusy)) {
 		tx.trouble = err
 	}

@@ -49,6 +49,7 @@ func (d *driver) check(ctx context.Context) error {
 	r.CheckTime = time.Since(started)
 	phase("checked linearizability")
 
+	r.violations(checks.Audits(history, isTransferPair))
 	grants := checks.Grants(history)
 	r.violations(checks.Tokens(grants))
 	if d.redis != nil {
@@ -224,6 +225,9 @@ func (d *driver) count(history []linearizability.Op) {
 	for _, op := range history {
 		if op.Input.Kind == model.Flush {
 			r.Flushes++
+		}
+		if checks.IsAudit(op, isTransferPair) {
+			r.Audits++
 		}
 		if i := d.procOf(op.Client); i >= 0 && d.procs[i].cfg.ReadOnly {
 			r.ReaderCalls++

@@ -33,6 +33,10 @@ const (
 	// KindClock: a worker's engine time did not move with CLOCK_MONOTONIC
 	// while it ran, or started behind a time a finished call had used.
 	KindClock = checks.KindClock
+	// KindAtomicity: an audit of a transfer pair, both keys read in one
+	// Update, did not find them summing to zero: an Update committed in
+	// parts.
+	KindAtomicity = checks.KindAtomicity
 	// KindEngineError: a call failed with an error the model has no kind
 	// for (an I/O error, ErrBusy after the long busy timeout, ...). No
 	// fault is injected, so nothing explains it.
@@ -99,8 +103,11 @@ type Report struct {
 	// ReaderListings counts the reader calls that were listings (Scan of
 	// the epoch's keys, Leases), as statectl dump and leases print them.
 	ReaderListings int
-	Cut            int // calls a kill left unknown
-	Failed         int // calls that failed with an error the model does not know
+	// Audits counts the audits of a transfer pair that answered: each
+	// read both keys in one Update and was checked to sum to zero.
+	Audits int
+	Cut    int // calls a kill left unknown
+	Failed int // calls that failed with an error the model does not know
 	// Unavailable counts the calls and flushes a Redis server refused or
 	// could not be reached for (not applied, left out of the history), and
 	// Uncertain those whose reply was lost (kept as unknown outcomes).
@@ -220,8 +227,8 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "server:      killed with SIGKILL and restarted %d times\n", r.ServerKills)
 	}
-	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s)%s, %d cut by a kill, %d failed with an error\n",
-		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), readerCalls, r.Cut, r.Failed)
+	fmt.Fprintf(&b, "operations:  %d calls (%.0f/s)%s, %d audits of a transfer pair, %d cut by a kill, %d failed with an error\n",
+		r.Operations, float64(r.Operations)/r.Elapsed.Seconds(), readerCalls, r.Audits, r.Cut, r.Failed)
 	if r.Redis != "" {
 		fmt.Fprintf(&b, "outages:     %d calls refused (not applied), %d lost their reply (unknown outcomes)\n", r.Unavailable, r.Uncertain)
 		fmt.Fprintf(&b, "bounds:      %d unknown outcomes heard of only after a restart past their call, bounded by a later server's death or their process's end\n", r.LooseBound)

@@ -57,6 +57,7 @@ func assertClean(t *testing.T, rep *stress.Report) {
 	assert.Positive(t, rep.Fenced)
 	assert.Positive(t, rep.Flushes, "buffered increments were flushed")
 	assert.Positive(t, rep.Sweeps, "recorded sweeps deleted keys")
+	assert.Positive(t, rep.Audits, "audits of a transfer pair answered")
 	assert.Contains(t, rep.Linearizability, "Ok")
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/model"
 )
 
@@ -25,6 +26,9 @@ var (
 	// leaseNames are the leases holders fight over; each guards the fenced
 	// resource row of the same name.
 	leaseNames = []string{"L0", "L1"}
+	// transferKeys are a pair only transfers write, and audits read in
+	// one Update (package checks): every snapshot sums to zero.
+	transferKeys = []string{"xa", "xb"}
 )
 
 // Bounds of the workload.
@@ -177,6 +181,27 @@ func (w *workload) buffered() []increment {
 		out[i] = increment{key: w.pick(keys), delta: w.rng.Int64N(4)}
 	}
 	return out
+}
+
+// transfer returns a move of 1 to 9 between the epoch's transfer pair,
+// or, one time in three, an audit of the pair.
+func (w *workload) transfer() model.Input {
+	a, b := w.prefix+transferKeys[0], w.prefix+transferKeys[1]
+	if w.rng.IntN(3) == 0 {
+		return checks.Audit(a, b)
+	}
+	if w.rng.IntN(2) == 0 {
+		a, b = b, a
+	}
+	return checks.Transfer(a, b, 1+w.rng.Int64N(9), w.rng.IntN(2) == 0)
+}
+
+// isTransferPair reports whether a and b, in that order, are one epoch's
+// transfer pair: what an audit reads.
+func isTransferPair(a, b string) bool {
+	ea, na, okA := strings.Cut(a, "/")
+	eb, nb, okB := strings.Cut(b, "/")
+	return okA && okB && ea == eb && na == transferKeys[0] && nb == transferKeys[1]
 }
 
 // counter returns a +1 on a counter key.

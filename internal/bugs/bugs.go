@@ -95,6 +95,10 @@ const (
 	// StatsCountsExpired makes Stats (statectl info) count the keys past
 	// their deadline that no sweep has deleted yet as live ones.
 	StatsCountsExpired
+	// UpdateCommitsEach commits an Update's transaction after each of its
+	// verbs and begins another: a crash, a power loss or another
+	// process's commit can come between two of them.
+	UpdateCommitsEach
 	lastBug
 )
 
@@ -122,6 +126,7 @@ var names = map[Bug]string{
 	ReadOnlyNoHWM:             "readonly-no-hwm",
 	ScanIgnoresDeadline:       "scan-ignores-deadline",
 	StatsCountsExpired:        "stats-counts-expired",
+	UpdateCommitsEach:         "update-commits-each",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

@@ -18,6 +18,9 @@
 //     process started at an engine time before one that calls of writable
 //     processes ended before it started had used (a read-only process
 //     writes no high-water mark: its times bind no later process).
+//   - Transfers: Audits checks that every read of a transfer pair in one
+//     Update (Audit; only Transfer writes the pair) found it summing to
+//     zero: an Update is one transaction.
 //   - Errors: ErrKind is the one map from an engine error to the model's
 //     kind. An error it has no kind for is not an answer the model can
 //     check: the caller records the call's outcome as unknown and reports
@@ -49,6 +52,9 @@ const (
 	// KindClock: a process's engine time did not move with the
 	// recorder's clock, or started behind a time already used.
 	KindClock = "clock"
+	// KindAtomicity: an audit of a transfer pair, both keys read in one
+	// Update, did not find them summing to zero.
+	KindAtomicity = "atomicity"
 )
 
 // Violation is one broken promise.
