@@ -25,7 +25,7 @@ import (
 // check watched them (process.watch).
 type sweepWatch struct {
 	deleted   []string // keys a sweep statement that succeeded deleted
-	cutoffMax int64    // the latest cutoff of a sweep that failed; 0 when none
+	cutoffMax int64    // the latest cutoff of a sweep that failed, or was still running at the end; 0 when none
 }
 
 // infoCheck reads every row and then Stats through p's handle, and fails
