@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/linearizability"
 )
 
@@ -20,7 +21,7 @@ const (
 	CheckIntegrity       = "integrity"       // integrity_check and the invariants after every recovery
 	CheckCounter         = "counter"         // the counter exact outside the loss windows
 	CheckBuffered        = "buffered"        // each flush takes exactly what was buffered since the last
-	CheckInfo            = "info"            // statectl info's counts (DB.Stats) are the rows'
+	CheckInfo            = checks.KindInfo   // statectl info's counts (DB.Stats) are the rows'
 	CheckEngineError     = "engine-error"    // an error no injected fault explains
 	CheckProgress        = "progress"        // the run could go on, and the file opens at the end
 	CheckPanic           = "panic"           // the engine (or the simulator) panicked

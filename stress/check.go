@@ -332,7 +332,33 @@ func checkFile(ctx context.Context, r *Report, path string, counters []string) (
 	for _, f := range findings {
 		r.violate(KindIntegrity, "%s", f)
 	}
+	checkInfo(ctx, r, db)
 	return readCounters(ctx, r, db, counters), nil
+}
+
+// checkInfo holds statectl info's counts (Stats) to every row of the file,
+// read just before by the checker's handle: alone on the file and without
+// background work, so nothing changes between.
+func checkInfo(ctx context.Context, r *Report, db *state.DB) {
+	var rows []state.KeyInfo
+	var leases []state.LeaseInfo
+	err := db.Scan(ctx, "", true, func(k state.KeyInfo) error { rows = append(rows, k); return nil })
+	if err == nil {
+		err = db.Leases(ctx, true, func(l state.LeaseInfo) error { leases = append(leases, l); return nil })
+	}
+	var s state.Stats
+	if err == nil {
+		s, err = db.Stats(ctx)
+	}
+	if err != nil {
+		r.violate(KindIntegrity, "read the rows and Stats after the run: %v", err)
+		return
+	}
+	for _, d := range []string{checks.StatsRows(s, rows, leases, nil), checks.WritableMark(s)} {
+		if d != "" {
+			r.violate(KindInfo, "%s", d)
+		}
+	}
 }
 
 // counterKeysIn returns the counter keys the history touches, sorted.

@@ -37,6 +37,9 @@ const (
 	// Update, did not find them summing to zero: an Update committed in
 	// parts.
 	KindAtomicity = checks.KindAtomicity
+	// KindInfo: statectl info's counts (state.DB.Stats) at the end were
+	// not the file's rows.
+	KindInfo = checks.KindInfo
 	// KindEngineError: a call failed with an error the model has no kind
 	// for (an I/O error, ErrBusy after the long busy timeout, ...). No
 	// fault is injected, so nothing explains it.

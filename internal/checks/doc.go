@@ -21,6 +21,9 @@
 //   - Transfers: Audits checks that every read of a transfer pair in one
 //     Update (Audit; only Transfer writes the pair) found it summing to
 //     zero: an Update is one transaction.
+//   - Stats: StatsUnsound, StatsRows and WritableMark hold what statectl
+//     info prints (state.DB.Stats) to itself, to the rows read just
+//     before it, and to the handle's own time.
 //   - Errors: ErrKind is the one map from an engine error to the model's
 //     kind. An error it has no kind for is not an answer the model can
 //     check: the caller records the call's outcome as unknown and reports
@@ -55,6 +58,9 @@ const (
 	// KindAtomicity: an audit of a transfer pair, both keys read in one
 	// Update, did not find them summing to zero.
 	KindAtomicity = "atomicity"
+	// KindInfo: statectl info's counts (state.DB.Stats) were not the
+	// rows', or its answer was unsound on its own.
+	KindInfo = "info"
 )
 
 // Violation is one broken promise.
