@@ -41,10 +41,12 @@
 // durability model for power losses), fencing tokens and the fenced
 // resource, the engine's clock promises, integrity_check after every
 // recovery, the counter's bounds, that each flush takes exactly what was
-// buffered, that statectl info counts the rows the verifier lists at the
-// end (info.go), that every snapshot of the transfer pair sums to zero
-// (transfer.go: Updates are atomic), and that no error appeared that no
-// fault explains. Run returns
+// buffered, that each Flush and Close returns the errors of the background
+// flushes that lost deltas before it, once, beside its own flush's outcome
+// (flushanswer.go), that statectl info counts the rows the verifier lists
+// at the end (info.go), that every snapshot of the transfer pair sums to
+// zero (transfer.go: Updates are atomic), and that no error appeared that
+// no fault explains. Run returns
 // a Report; its Trace hashes everything that happened, scheduling steps
 // included, so one seed replays byte for byte.
 //

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/state"
@@ -31,6 +32,9 @@ type process struct {
 	timed       bool             // offset is known for this incarnation
 	early       []claim          // engine times claimed before it was
 	closeCut    armedCut         // a power cut to arm as its restart's Close begins
+	// lost are the background flushes of its handle that lost deltas
+	// since a Flush or Close last returned such errors (flushanswer.go).
+	lost []checks.LostFlush
 	// sweeps are its sweep statements in flight, in the order they began:
 	// a group commit's leader runs other goroutines' sweeps (and its own
 	// inline one after them), and each is told of its end by the
@@ -252,7 +256,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		_ = db.Close()
 		return
 	}
-	p.db = db
+	p.db, p.lost = db, nil
 	p.incarnation++
 	p.pausedUntil = 0
 	if !p.readOnly {
@@ -381,6 +385,7 @@ func (w *world) stop(p *process, restart bool) {
 		if p.db != db {
 			return // the process died meanwhile (the teardown closes its handle)
 		}
+		w.flushAnswer(t, p, err, true)
 		p.db, p.stopping = nil, false
 		w.down(p)
 		w.logf("p%d stop: %s", p.pid, errClass(err))
@@ -413,7 +418,7 @@ func (w *world) die(p *process) {
 		w.counter.lostBuffered(p.buffered)
 		w.zombies = append(w.zombies, p.db)
 	}
-	p.db, p.starting, p.stopping = nil, false, false
+	p.db, p.starting, p.stopping, p.lost = nil, false, false, nil
 	if p == w.outsider {
 		w.foreignHolding, w.foreignReading = false, false // its locks die with it
 	}

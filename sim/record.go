@@ -202,6 +202,7 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 	claimed := func(now int64) { in.NowMillis, fl.claimed = now, true }
 	return claimed, func(now int64, err error, restored bool) {
 		t.flight = nil
+		w.flushEnded(t, p, d, err, restored)
 		if now != 0 {
 			in.NowMillis, fl.claimed = now, true
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/model"
 )
@@ -45,6 +46,8 @@ type thread struct {
 	frozen bool        // its process died: it never runs again, until teardown
 	done   bool
 	flight *inflight // the operation it has in flight, if any
+	// own is what the flush of its Flush or Close call did, if it ran one.
+	own checks.OwnFlush
 
 	sweeper int // the client id the sweeps it runs are recorded under; 0 until one
 }

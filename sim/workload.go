@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 )
@@ -169,8 +170,10 @@ func (w *world) buffered(t *thread, p *process) {
 // flush has a client call Flush; the flush observer records what it wrote.
 func (w *world) flush(t *thread, p *process) {
 	before := w.mark()
+	t.own = checks.OwnFlush{}
 	err := p.db.Flush(w.ctx)
 	w.logf("p%d flush: %s", p.pid, errClass(err))
+	w.flushAnswer(t, p, err, false)
 	var fe *state.FlushError
 	if err != nil && !errors.As(err, &fe) && w.classify(p, "flush", err, before) == failDead {
 		w.stopOn(t, p, "handle failed")

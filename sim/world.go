@@ -127,6 +127,7 @@ type Stats struct {
 	EngineThreads int            // of Threads, those the engine started: its sweeper, flusher and checkpointer
 	Steps         int64          // scheduling steps: turns handed from one goroutine to another
 	Overlapping   int            // recorded operations called while another was in flight
+	LostFlushes   int            // background flushes that lost deltas, whose errors the next Flush or Close must return
 	Disk          faults.Stats   // the simulated disk's own counters at the end: the injected errors and refused writes that fired, not only those armed
 }
 

@@ -148,6 +148,9 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed) // Close ran while Flush waited
 	}
+	if db.bugEmptyFlush() {
+		return nil
+	}
 	earlier := db.buf.takeLost()
 	if db.dead.Load() {
 		// A background flush that ended the handle lost its deltas:

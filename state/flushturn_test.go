@@ -3,12 +3,14 @@ package state_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/statekit/statekit/faults"
+	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -173,4 +175,36 @@ func TestBackgroundFlushErrorIsReportedBesideTheFlushsOwn(t *testing.T) {
 	assert.Equal(t, "3", v.String(), "the Flush wrote its good key")
 	require.NoError(t, db.Flush(ctx), "each reported once")
 	require.NoError(t, db.Close(), "nothing left for Close to report")
+}
+
+// TestBackgroundFlushErrorsPastEightAreCounted: Flush names the errors of
+// eight background flushes that lost deltas, each once, and counts those
+// past them; the next Flush returns none again. Each background round is
+// let go by the test's clock, so exactly ten run.
+func TestBackgroundFlushErrorsPastEightAreCounted(t *testing.T) {
+	clock := &heldSleeper{Clock: newClock(), asked: make(chan heldSleep)}
+	db, err := state.Open(filepath.Join(t.TempDir(), "lost.state"), state.WithClock(clock), state.WithSweepInterval(0))
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	require.NoError(t, db.Set(ctx, "b", "bytes"))
+	held := map[time.Duration][]heldSleep{}
+	round := clock.next(t, state.DefaultFlushInterval, held)
+	const rounds = checks.MaxLostNamed + 2
+	for i := range rounds {
+		require.NoError(t, db.IncrBuffered("b", int64(i+1)))
+		close(round.done)
+		round = clock.next(t, state.DefaultFlushInterval, held) // that round dropped b's delta
+	}
+	err = db.Flush(ctx)
+	background, own := checks.SplitFlushError(err)
+	require.Len(t, background, checks.MaxLostNamed, "%v", err)
+	assert.NoError(t, own, "nothing buffered since: the Flush's own part is empty")
+	for i, e := range background {
+		var fe *state.FlushError
+		require.ErrorAs(t, e, &fe)
+		assert.ErrorContains(t, fe.Dropped["b"], fmt.Sprintf("delta %d dropped", i+1), "in the order they ran")
+	}
+	assert.ErrorContains(t, err, "also, 2 more background flushes failed")
+	assert.NoError(t, db.Flush(ctx), "each reported once")
 }

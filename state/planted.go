@@ -125,3 +125,15 @@ func (tx *Tx) bugCommitEach() error {
 	}
 	return nil
 }
+
+// bugEmptyFlush is the planted bug EmptyFlushSkipsLost: a Flush that
+// finds nothing buffered returns at once, leaving the errors background
+// flushes kept for it.
+func (db *DB) bugEmptyFlush() bool {
+	if !db.cfg.bugs.Has(bugs.EmptyFlushSkipsLost) {
+		return false
+	}
+	db.buf.mu.Lock()
+	defer db.buf.mu.Unlock()
+	return len(db.buf.deltas) == 0
+}

@@ -268,26 +268,8 @@ func withoutFlushErrors(err error) error {
 // mark and its own cause side by side: that cause is the background
 // flush's, not the call's.
 func ownFlushError(err error) error {
-	if !errors.Is(err, state.ErrBackgroundFlush) {
-		return err
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		j, ok := e.(interface{ Unwrap() []error })
-		if !ok {
-			continue
-		}
-		if slices.Contains(j.Unwrap(), state.ErrBackgroundFlush) {
-			return nil // one background flush's error, and nothing of the call's
-		}
-		var rest []error
-		for _, x := range j.Unwrap() {
-			if !errors.Is(x, state.ErrBackgroundFlush) {
-				rest = append(rest, ownFlushError(x))
-			}
-		}
-		return errors.Join(rest...)
-	}
-	return nil // background flushes' errors only
+	_, own := checks.SplitFlushError(err)
+	return own
 }
 
 // progress prints the calls made, one number a line, whenever it changed,

@@ -99,6 +99,11 @@ const (
 	// verbs and begins another: a crash, a power loss or another
 	// process's commit can come between two of them.
 	UpdateCommitsEach
+	// EmptyFlushSkipsLost has a Flush with nothing buffered return nil at
+	// once, before it takes the errors background flushes kept for it:
+	// a background flush's dropped delta goes unreported until a later
+	// Flush that has deltas of its own.
+	EmptyFlushSkipsLost
 	lastBug
 )
 
@@ -127,6 +132,7 @@ var names = map[Bug]string{
 	ScanIgnoresDeadline:       "scan-ignores-deadline",
 	StatsCountsExpired:        "stats-counts-expired",
 	UpdateCommitsEach:         "update-commits-each",
+	EmptyFlushSkipsLost:       "empty-flush-skips-lost",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

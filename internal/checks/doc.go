@@ -24,6 +24,10 @@
 //   - Stats: StatsUnsound, StatsRows and WritableMark hold what statectl
 //     info prints (state.DB.Stats) to itself, to the rows read just
 //     before it, and to the handle's own time.
+//   - Flush answers: FlushAnswer checks what a Flush or Close returned
+//     against the background flushes whose errors it must return once
+//     (SplitFlushError tells those apart from the call's own) and its
+//     own flush's outcome.
 //   - Errors: ErrKind is the one map from an engine error to the model's
 //     kind. An error it has no kind for is not an answer the model can
 //     check: the caller records the call's outcome as unknown and reports
@@ -61,6 +65,10 @@ const (
 	// KindInfo: statectl info's counts (state.DB.Stats) were not the
 	// rows', or its answer was unsound on its own.
 	KindInfo = "info"
+	// KindFlushAnswer: a Flush or Close did not return, once, the errors
+	// of the background flushes that lost deltas before it, or misstated
+	// its own flush's outcome.
+	KindFlushAnswer = "flush-answer"
 )
 
 // Violation is one broken promise.
