@@ -9,6 +9,7 @@ import (
 	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 )
 
@@ -35,6 +36,8 @@ type process struct {
 	// lost are the background flushes of its handle that lost deltas
 	// since a Flush or Close last returned such errors (flushanswer.go).
 	lost []checks.LostFlush
+	// flushing are its handle's flushes in flight (flushanswer.go).
+	flushing []*model.Input
 	// sweeps are its sweep statements in flight, in the order they began:
 	// a group commit's leader runs other goroutines' sweeps (and its own
 	// inline one after them), and each is told of its end by the
@@ -256,7 +259,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 		_ = db.Close()
 		return
 	}
-	p.db, p.lost = db, nil
+	p.db, p.lost, p.flushing = db, nil, nil
 	p.incarnation++
 	p.pausedUntil = 0
 	if !p.readOnly {
@@ -418,7 +421,7 @@ func (w *world) die(p *process) {
 		w.counter.lostBuffered(p.buffered)
 		w.zombies = append(w.zombies, p.db)
 	}
-	p.db, p.starting, p.stopping, p.lost = nil, false, false, nil
+	p.db, p.starting, p.stopping, p.lost, p.flushing = nil, false, false, nil, nil
 	if p == w.outsider {
 		w.foreignHolding, w.foreignReading = false, false // its locks die with it
 	}

@@ -194,6 +194,7 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 	}
 	fl := &inflight{p: p, client: t.client, in: in, call: w.tick(), writes: w.m.WritesBy(p.pid)}
 	t.flight = fl
+	p.flushing = append(p.flushing, in)
 	before := w.mark()
 	// The time is recorded as the flush claims it: a flush a fault cuts
 	// short is recorded as unknown at that time, not at its call, which is
@@ -202,7 +203,7 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 	claimed := func(now int64) { in.NowMillis, fl.claimed = now, true }
 	return claimed, func(now int64, err error, restored bool) {
 		t.flight = nil
-		w.flushEnded(t, p, d, err, restored)
+		w.flushEnded(t, p, in, err, restored)
 		if now != 0 {
 			in.NowMillis, fl.claimed = now, true
 		}

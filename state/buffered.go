@@ -141,6 +141,9 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed)
 	}
+	if err, ok := db.bugFlushWithoutTurn(ctx); ok {
+		return err
+	}
 	if err := db.takeTurn(ctx); err != nil {
 		return db.named("flush", "", err)
 	}

@@ -137,3 +137,17 @@ func (db *DB) bugEmptyFlush() bool {
 	defer db.buf.mu.Unlock()
 	return len(db.buf.deltas) == 0
 }
+
+// bugFlushWithoutTurn is the planted bug FlushSkipsWait: a Flush that
+// finds the buffer's turn taken (a background flush in flight) flushes
+// what is buffered without it, and reports true.
+func (db *DB) bugFlushWithoutTurn(ctx context.Context) (error, bool) {
+	if !db.cfg.bugs.Has(bugs.FlushSkipsWait) {
+		return nil, false
+	}
+	if db.tryTurn() {
+		db.giveTurn()
+		return nil, false
+	}
+	return db.named("flush", "", joinErrors(db.buf.takeLost(), db.flushTaken(ctx, db.buf.take(), true))), true
+}

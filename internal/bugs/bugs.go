@@ -104,6 +104,10 @@ const (
 	// a background flush's dropped delta goes unreported until a later
 	// Flush that has deltas of its own.
 	EmptyFlushSkipsLost
+	// FlushSkipsWait has a Flush that finds a background flush in flight
+	// go ahead without waiting for it: it returns while the deltas that
+	// flush took, buffered before the call, are not written yet.
+	FlushSkipsWait
 	lastBug
 )
 
@@ -133,6 +137,7 @@ var names = map[Bug]string{
 	StatsCountsExpired:        "stats-counts-expired",
 	UpdateCommitsEach:         "update-commits-each",
 	EmptyFlushSkipsLost:       "empty-flush-skips-lost",
+	FlushSkipsWait:            "flush-skips-wait",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
