@@ -43,7 +43,8 @@
 // recovery, the counter's bounds, that each flush takes exactly what was
 // buffered, that each Flush and Close returns the errors of the background
 // flushes that lost deltas before it, once, beside its own flush's outcome
-// (flushanswer.go), that statectl info counts the rows the verifier lists
+// (flushanswer.go), that each Sweep returns how many keys its own sweep
+// transactions deleted, that statectl info counts the rows the verifier lists
 // at the end (info.go), that every snapshot of the transfer pair sums to
 // zero (transfer.go: Updates are atomic), and that no error appeared that
 // no fault explains. Run returns

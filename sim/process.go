@@ -189,6 +189,7 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 		},
 		CheckpointEvery:  w.checkpointEvery,
 		InlineSweepEvery: w.inlineSweepEvery,
+		SweepStepRows:    w.sweepStepRows,
 		LossFound:        func(what string) { w.lossFound(p, what) },
 	}
 	opts := []state.Option{state.WithFS(fs), state.WithClock(clock),

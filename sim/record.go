@@ -269,7 +269,7 @@ type sweepObserver struct {
 }
 
 // Sweeping is told of a sweep statement about to run.
-func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
+func (o sweepObserver) Sweeping(cutoff int64, inline bool) func([]string, error) {
 	w, p := o.w, o.p
 	if w.tearing {
 		return func([]string, error) {}
@@ -292,6 +292,9 @@ func (o sweepObserver) Sweeping(cutoff int64) func([]string, error) {
 			}
 		}
 		if err == nil {
+			if cur := w.sched.cur; cur != nil && !inline {
+				cur.swept += len(keys) // a Sweep's own: not an inline one its thread ran for another verb
+			}
 			if len(keys) > 0 {
 				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}
 				w.record(p, linearizability.Op{Client: fl.client, Input: del, Output: model.Output{N: 0},

@@ -22,6 +22,7 @@ const (
 	CheckCounter         = "counter"         // the counter exact outside the loss windows
 	CheckBuffered        = "buffered"        // each flush takes exactly what was buffered since the last
 	CheckInfo            = checks.KindInfo   // statectl info's counts (DB.Stats) are the rows'
+	CheckSweepCount      = "sweep-count"     // Sweep returns how many keys its statements deleted
 	CheckEngineError     = "engine-error"    // an error no injected fault explains
 	CheckProgress        = "progress"        // the run could go on, and the file opens at the end
 	CheckPanic           = "panic"           // the engine (or the simulator) panicked

@@ -45,8 +45,8 @@ func Run(cfg Config) (rep *Report, err error) {
 			rep, err = w.report(false), nil
 		}
 	}()
-	w.logf("seed %d: %d processes, keys %v, leases %v, goroutines 1..%d, checkpoint every %d writes, inline sweep every %d, bugs [%s]",
-		cfg.Seed, len(w.procs), w.keys, w.leases, cfg.Goroutines, w.checkpointEvery, w.inlineSweepEvery, cfg.Bugs)
+	w.logf("seed %d: %d processes, keys %v, leases %v, goroutines 1..%d, checkpoint every %d writes, inline sweep every %d, sweep steps of %d rows, bugs [%s]",
+		cfg.Seed, len(w.procs), w.keys, w.leases, cfg.Goroutines, w.checkpointEvery, w.inlineSweepEvery, w.sweepStepRows, cfg.Bugs)
 	w.run()
 	w.finish()
 	rep = w.report(w.stats.Ops >= w.cfg.Ops)

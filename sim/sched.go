@@ -48,6 +48,9 @@ type thread struct {
 	flight *inflight // the operation it has in flight, if any
 	// own is what the flush of its Flush or Close call did, if it ran one.
 	own checks.OwnFlush
+	// swept counts the keys the sweep statements told on it deleted
+	// (the sweeps of its Sweep call): what that Sweep must return.
+	swept int
 
 	sweeper int // the client id the sweeps it runs are recorded under; 0 until one
 }

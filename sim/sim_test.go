@@ -254,8 +254,12 @@ var canaries = []struct {
 	// its open.
 	{"readonly-no-hwm", []string{sim.CheckClock}, 0, nil},
 	// statectl dump lists an expired key its visit should leave out;
-	// the verifier's listings show expired rows anyway (--all).
-	{"scan-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
+	// the verifier's listings show expired rows anyway (--all). 17 of
+	// 200 default seeds (the README's table), the first at 17; with
+	// statectl visiting ten times as often, 18 of seeds 1-40, seed 1
+	// among them (when sweep steps became a few rows).
+	{"scan-ignores-deadline", []string{sim.CheckLinearizability}, 0,
+		func(c *sim.Config) { c.Rates.Inspect = 0.1 }},
 	// statectl info counting expired keys as live: the verifier's Stats
 	// at the end, against its listing of every row, whenever a key has
 	// expired and no sweep has deleted it yet.
@@ -269,10 +273,10 @@ var canaries = []struct {
 	// A Flush with nothing buffered that returns before the errors
 	// background flushes kept: a background flush that dropped a key
 	// (bytes where increments go) followed by a Flush with nothing
-	// buffered, 24 of 200 default seeds (the README's table); with as
+	// buffered, 26 of 200 default seeds (the README's table); with as
 	// many goroutines as a process may have, more flushes run, and seeds
-	// 4, 7, 11 and 15 of the 20 here catch it (at the commit that added
-	// it).
+	// 4, 7, 10 and 15 of the 20 here catch it (when sweep steps became a
+	// few rows).
 	{"empty-flush-skips-lost", []string{sim.CheckFlushAnswer}, 20,
 		func(c *sim.Config) { c.Goroutines = sim.MaxGoroutines }},
 	// A Flush that goes ahead while a background flush is in flight
@@ -281,6 +285,9 @@ var canaries = []struct {
 	// with the reads after the Flush), the flush-answer check's in-flight
 	// rule does.
 	{"flush-skips-wait", []string{sim.CheckFlushAnswer}, 0, nil},
+	// Sweep returning its last transaction's count: a Sweep whose steps
+	// (a few rows each, drawn per seed) commit apart when a verb queues.
+	{"sweep-counts-last", []string{sim.CheckSweepCount}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},
@@ -301,9 +308,10 @@ var canaries = []struct {
 	// verbs errors no fault explains (engine-error).
 	{"group-error-leak", []string{sim.CheckLinearizability, sim.CheckCounter, sim.CheckFencing, sim.CheckPanic, sim.CheckEngineError, sim.CheckRateLimit}, 0, nil},
 	// A file whose checkpoint copied what a failed sync lost is damaged
-	// wherever it is read, the verifier's Stats against its rows too.
+	// wherever it is read, the verifier's Stats against its rows too, and
+	// a limiter's rows (one read another key's bytes: ratelimit).
 	{"checkpoint-after-failed-sync", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter,
-		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress, sim.CheckInfo}, 40,
+		sim.CheckIntegrity, sim.CheckClock, sim.CheckEngineError, sim.CheckProgress, sim.CheckInfo, sim.CheckRateLimit}, 40,
 		func(c *sim.Config) { c.Rates.SyncError = 0.1 }},
 	{"flush-loses-concurrent", []string{sim.CheckBuffered, sim.CheckCounter, sim.CheckLinearizability}, 0,
 		func(c *sim.Config) { c.Rates.DiskFull = 0.05 }},
@@ -311,10 +319,11 @@ var canaries = []struct {
 	// its answer and its group's COMMIT: 1 to 5 of 50 default seeds reach
 	// that (statesim -keep-going; the count moves with the engine's
 	// schedule), so it runs with as many goroutines as a process may have
-	// (more grants group) and more power cuts armed mid-operation: 6 to 16
-	// of 50, 3 of the 30 seeds here (6, 20 and 21 at 866e727, where 1 of
-	// 50 default seeds reaches it).
-	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 30,
+	// (more grants group) and more power cuts armed mid-operation: 4 to 16
+	// of 50, seeds 20, 39, 40 and 44 of the 45 here (when sweep steps
+	// became a few rows, where default seeds catch it from 32, 10 of 200;
+	// 6, 20 and 21 of 30 at 866e727).
+	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 45,
 		func(c *sim.Config) { c.Goroutines, c.Rates.MidOp = sim.MaxGoroutines, 0.02 }},
 	// A key a write made live again between the sweep's two turns is
 	// deleted live: a later read or increment finds it gone.
@@ -328,20 +337,24 @@ var canaries = []struct {
 	// The recipes' planted bugs (package ratelimit, package cache): only
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
-	{"limiter-two-steps", []string{sim.CheckRateLimit}, 0, nil},
-	// A fill's lease lost before its write: 28 of 200 default seeds (the
-	// README's table); seeds 1 to 14 miss it, and 15 to 50 catch it six
-	// times (at 866e727; eight from seed 17 at d5e5b10 and 102562e, eleven
-	// from seed 10 at 46c9026, five from seed 19 at 55d3ea4), so it takes
+	// 74 of 200 default seeds (the README's table), seeds 11, 14, 15,
+	// 17, 19 and 20 of the 20 here (when sweep steps became a few rows;
+	// from seed 1 before).
+	{"limiter-two-steps", []string{sim.CheckRateLimit}, 20, nil},
+	// A fill's lease lost before its write: 30 of 200 default seeds (the
+	// README's table); 9 of seeds 1 to 50, from seed 1 (when sweep steps
+	// became a few rows; six from seed 15 at 866e727, eight from seed 17
+	// at d5e5b10 and 102562e, eleven from seed 10 at 46c9026, five from
+	// seed 19 at 55d3ea4), so it takes
 	// 50 seeds here: the first seed that catches it moves with the
 	// engine's schedule and the simulator's.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 50, nil},
-	// A loss found on a disk that kept the failed sync's writes: 18 of
-	// 200 default seeds (the README's table), 10 of 60 with as many
+	// A loss found on a disk that kept the failed sync's writes: 19 of
+	// 200 default seeds (the README's table), 8 of 60 with as many
 	// goroutines as a process may have (readers hold checkpoints short)
-	// and more failed syncs, as here (seeds 6, 9 and 15 of the 20; at
-	// 866e727; 14 of 60 at d5e5b10, 16 at 102562e, 9 at e32535b, 19 at
-	// 55d3ea4).
+	// and more failed syncs, as here (seeds 3 and 9 of the 20, when sweep
+	// steps became a few rows; 10 of 60 at 866e727, 14 at d5e5b10, 16 at
+	// 102562e, 9 at e32535b, 19 at 55d3ea4).
 	{"loss-check-every-page", []string{sim.CheckEngineError}, 20,
 		func(c *sim.Config) { c.Goroutines, c.Rates.SyncError = sim.MaxGoroutines, 0.03 }},
 }

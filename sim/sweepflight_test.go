@@ -28,10 +28,10 @@ func TestSweepsInFlightOutliveTheGoroutineThatRanThem(t *testing.T) {
 	w.sched.cur = leader
 	o := sweepObserver{w: w, p: p}
 
-	o.Sweeping(100) // another goroutine's batch, run by the leader; the crash comes before it is told of
+	o.Sweeping(100, false) // another goroutine's batch, run by the leader; the crash comes before it is told of
 	commit(t, w, p.pid)
-	inline := o.Sweeping(100) // the leader's own, after the group
-	inline(nil, nil)          // it found nothing to delete
+	inline := o.Sweeping(100, true) // the leader's own, after the group
+	inline(nil, nil)                // it found nothing to delete
 	w.sched.cur = nil
 	w.sched.freeze(p) // the process dies
 

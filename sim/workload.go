@@ -185,8 +185,12 @@ func (w *world) flush(t *thread, p *process) {
 // inline after writes).
 func (w *world) sweep(t *thread, p *process) {
 	before := w.mark()
+	t.swept = 0
 	n, err := p.db.Sweep(w.observe(p, nil))
 	w.logf("p%d sweep: %d, %s", p.pid, n, errClass(err))
+	if err == nil && n != t.swept {
+		w.violate(CheckSweepCount, "p%d: Sweep returned %d, but its statements deleted %d keys", p.pid, n, t.swept)
+	}
 	if err != nil && w.classify(p, "sweep", err, before) == failDead {
 		w.stopOn(t, p, "handle failed")
 	}

@@ -88,6 +88,7 @@ type world struct {
 	// short run reaches them: writes between background checkpoints, and
 	// between inline sweeps.
 	checkpointEvery, inlineSweepEvery int
+	sweepStepRows                     int // a sweep step's rows at most: sweeps of a few keys take several steps
 
 	history []linearizability.Op
 	hash    hash.Hash
@@ -182,6 +183,7 @@ func newWorld(cfg Config) *world {
 	w.m.Spare(foreignPID, true)
 	w.checkpointEvery = 4 + shape.IntN(60)
 	w.inlineSweepEvery = 2 + shape.IntN(30)
+	w.sweepStepRows = 1 + shape.IntN(4)
 	w.stats.Procs, w.stats.Keys = nprocs, nkeys
 	vfs.SeedSQLiteRandomness(uint32((cfg.Seed*0x9e3779b97f4a7c15)>>32) | 1) // 0 means the host's entropy
 	w.m.SetClock(func() time.Time { return time.UnixMilli(w.wallMillis()) })

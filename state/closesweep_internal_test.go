@@ -42,7 +42,7 @@ type sweepTxns struct {
 	resume chan struct{}
 }
 
-func (o *sweepTxns) Sweeping(int64) func([]string, error) {
+func (o *sweepTxns) Sweeping(int64, bool) func([]string, error) {
 	o.mu.Lock()
 	o.n++
 	n := o.n

@@ -60,6 +60,7 @@ type config struct {
 	times            func(int64)         // nil: none
 	checkpointEvery  int                 // writes between background checkpoints
 	inlineSweepEvery int                 // writes between inline sweep batches
+	sweepStepRows    int                 // rows a sweep step deletes at most (sweep.go)
 	sqliteBusy       bool                // wait for another process's lock on SQLite's schedule (busy.go)
 	keepIndex        bool                // never mark the shared index for rebuilding (indexforget.go)
 	lossFound        func(string)        // nil: none (indexforget.go)
@@ -75,6 +76,7 @@ func defaultConfig() config {
 
 		checkpointEvery:  checkpointEvery,
 		inlineSweepEvery: inlineSweepEvery,
+		sweepStepRows:    sweepBatchRows,
 	}
 }
 
@@ -87,6 +89,9 @@ func init() {
 			}
 			if e.InlineSweepEvery > 0 {
 				cfg.inlineSweepEvery = e.InlineSweepEvery
+			}
+			if e.SweepStepRows > 0 {
+				cfg.sweepStepRows = e.SweepStepRows
 			}
 			cfg.sqliteBusy = e.SQLiteBusySchedule
 			cfg.keepIndex = e.KeepIndexAfterFailedSync

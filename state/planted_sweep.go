@@ -25,11 +25,11 @@ type staleSweep struct {
 // between them, and a row one of them made live again (an upsert keeps its
 // rowid) is deleted live. The real sweep reads each row's deadline in the
 // DELETE that deletes it. Callers hold mu.
-func (db *DB) bugSweepStale(ctx context.Context, s *staleSweep, cutoff int64) (int, bool, error) {
+func (db *DB) bugSweepStale(ctx context.Context, s *staleSweep, cutoff int64) (int, bool, func(error), error) {
 	if s.rowids == nil {
 		rs, err := db.conn.QueryContext(ctx, bugSweepChooseSQL, cutoff, db.sweepLimit())
 		if err != nil {
-			return 0, false, classify(ctx, err)
+			return 0, false, nil, classify(ctx, err)
 		}
 		var ids []int64
 		for rs.Next() {
@@ -40,20 +40,20 @@ func (db *DB) bugSweepStale(ctx context.Context, s *staleSweep, cutoff int64) (i
 			ids = append(ids, id)
 		}
 		if err = classify(ctx, errors.Join(err, rs.Err(), rs.Close())); err != nil || len(ids) == 0 {
-			return 0, false, err
+			return 0, false, nil, err
 		}
 		s.rowids = ids
-		return 0, true, nil // the next turn deletes them
+		return 0, true, nil, nil // the next turn deletes them
 	}
 	ids := s.rowids
 	s.rowids = nil
 	b, err := json.Marshal(ids)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	var end func([]string, error)
 	if o := db.cfg.sweeps; o != nil {
-		end = o.Sweeping(cutoff)
+		end = o.Sweeping(cutoff, false)
 	}
 	var keys []string
 	rs, err := db.conn.QueryContext(ctx, bugSweepDeleteSQL, string(b))
@@ -71,8 +71,6 @@ func (db *DB) bugSweepStale(ctx context.Context, s *staleSweep, cutoff int64) (i
 	if err != nil {
 		keys = nil
 	}
-	if end != nil {
-		end(keys, err)
-	}
-	return len(keys), err == nil, err
+	// Told as the real sweep's are: after the turn, by its caller.
+	return len(keys), err == nil, db.sweepEnd(end, keys, len(keys), -1), err
 }

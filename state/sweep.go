@@ -142,7 +142,7 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 				start = now
 			}
 			if db.cfg.bugs.Has(bugs.SweepStaleDelete) {
-				n, more, err = db.bugSweepStale(ctx, stale, start)
+				n, more, tell, err = db.bugSweepStale(ctx, stale, start)
 				return err
 			}
 			n, more, tell, err = db.sweepTxn(ctx, start)
@@ -155,6 +155,9 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 			tell(err)
 		}
 		total += n
+		if db.cfg.bugs.Has(bugs.SweepCountsLast) {
+			total = n
+		}
 		if err != nil || !more || (stop != nil && stop()) {
 			return total, err
 		}
@@ -174,7 +177,7 @@ func (db *DB) sweepTxn(ctx context.Context, cutoff int64) (n int, more bool, tel
 	began := db.cfg.clock.Monotonic()
 	var end func([]string, error)
 	if o := db.cfg.sweeps; o != nil {
-		end = o.Sweeping(cutoff)
+		end = o.Sweeping(cutoff, false)
 	}
 	var keys []string
 	pages := db.pagesWritten()
@@ -325,7 +328,7 @@ func (db *DB) sweepStatement(ctx context.Context, cutoff int64, limit int, keys 
 // hold mu.
 func (db *DB) sweepLimit() int {
 	if db.sweepRows == 0 {
-		db.sweepRows = inlineSweepRows
+		db.sweepRows = min(inlineSweepRows, db.cfg.sweepStepRows)
 	}
 	return db.sweepRows
 }
@@ -337,8 +340,8 @@ func (db *DB) sweepTook(d time.Duration) {
 	switch {
 	case d > sweepBatchTime && db.sweepRows > 1:
 		db.sweepRows /= 2
-	case d < sweepBatchTime/2 && db.sweepRows < sweepBatchRows:
-		db.sweepRows *= 2
+	case d < sweepBatchTime/2 && db.sweepRows < db.cfg.sweepStepRows:
+		db.sweepRows = min(2*db.sweepRows, db.cfg.sweepStepRows)
 	}
 }
 
@@ -359,7 +362,7 @@ func sweepPause(interval time.Duration, n int) time.Duration {
 func (db *DB) sweepAlone(ctx context.Context, cutoff int64, limit int) (int, error) {
 	var end func([]string, error)
 	if o := db.cfg.sweeps; o != nil {
-		end = o.Sweeping(cutoff)
+		end = o.Sweeping(cutoff, true)
 	}
 	var keys []string
 	n, err := db.sweepStatement(ctx, cutoff, limit, &keys)

@@ -23,7 +23,7 @@ type txnSizes struct {
 	first func()
 }
 
-func (o *txnSizes) Sweeping(int64) func([]string, error) {
+func (o *txnSizes) Sweeping(int64, bool) func([]string, error) {
 	o.mu.Lock()
 	f := o.first
 	o.first = nil
@@ -222,4 +222,35 @@ func TestSweepPause(t *testing.T) {
 	// The numbers the docs give: 256 rows or more, a tenth of the interval.
 	assert.Equal(t, time.Second, sweepPause(time.Second, 255))
 	assert.Equal(t, 100*time.Millisecond, sweepPause(time.Second, 256))
+}
+
+// TestSweepStepRowsBoundsTheStep: a sweep step starts at the inline
+// bound and doubles after quick steps up to its bound, 1,024 rows by
+// default and hooks.Engine.SweepStepRows when set (the simulator's few
+// rows, so its sweeps take several steps); Sweep returns every row its
+// steps deleted.
+func TestSweepStepRowsBoundsTheStep(t *testing.T) {
+	o := &txnSizes{}
+	db := sweepFixture(t, faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func() {}, 1, o)
+	assert.Equal(t, inlineSweepRows, db.sweepLimit())
+	for range 10 {
+		db.sweepTook(0)
+	}
+	assert.Equal(t, sweepBatchRows, db.sweepLimit(), "quick steps grow to the engine's bound")
+
+	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := Open(filepath.Join(t.TempDir(), "few.state"), WithClock(clock), WithoutBackground(),
+		hooks.Option(hooks.Engine{Sweeps: o, SweepStepRows: 3}).(Option))
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	for i := range 10 {
+		require.NoError(t, db.Set(ctx, string(rune('a'+i)), i, TTL(time.Millisecond)))
+	}
+	clock.Advance(time.Second)
+	assert.Equal(t, 3, db.sweepLimit())
+	n, err := db.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 10, n, "every step's rows counted")
+	assert.Equal(t, 3, db.sweepLimit(), "quick steps grow no further than the hook's bound")
 }

@@ -22,7 +22,7 @@ type sweepEndCall struct {
 	err  error
 }
 
-func (o *sweepEnds) Sweeping(int64) func([]string, error) {
+func (o *sweepEnds) Sweeping(int64, bool) func([]string, error) {
 	return func(keys []string, err error) {
 		o.mu.Lock()
 		defer o.mu.Unlock()

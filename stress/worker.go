@@ -740,7 +740,7 @@ type sweepRecorder struct {
 var _ hooks.SweepObserver = (*sweepRecorder)(nil)
 
 // Sweeping journals the sweep statement about to run.
-func (s *sweepRecorder) Sweeping(cutoffMillis int64) func(keys []string, err error) {
+func (s *sweepRecorder) Sweeping(cutoffMillis int64, _ bool) func(keys []string, err error) {
 	w := s.w
 	op := linearizability.Op{Client: w.cfg.sweepClient(), Seq: s.seq.Add(1), Unknown: true, Call: monotonicNanos(),
 		Input: model.Input{Kind: model.Sweep, NowMillis: cutoffMillis}}

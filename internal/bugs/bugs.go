@@ -108,6 +108,9 @@ const (
 	// go ahead without waiting for it: it returns while the deltas that
 	// flush took, buffered before the call, are not written yet.
 	FlushSkipsWait
+	// SweepCountsLast has Sweep return the keys its last transaction
+	// deleted instead of all it deleted.
+	SweepCountsLast
 	lastBug
 )
 
@@ -138,6 +141,7 @@ var names = map[Bug]string{
 	UpdateCommitsEach:         "update-commits-each",
 	EmptyFlushSkipsLost:       "empty-flush-skips-lost",
 	FlushSkipsWait:            "flush-skips-wait",
+	SweepCountsLast:           "sweep-counts-last",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

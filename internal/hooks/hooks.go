@@ -38,6 +38,10 @@ type Engine struct {
 	// InlineSweepEvery, when above 0, replaces the number of writes between
 	// two inline sweep batches.
 	InlineSweepEvery int
+	// SweepStepRows, when above 0, bounds a sweep step (one DELETE) to
+	// that many rows instead of the engine's bound, so that a simulated
+	// run's few keys take sweeps of several steps and transactions.
+	SweepStepRows int
 	// SQLiteBusySchedule makes the handle wait for another process's lock
 	// on SQLite's own schedule (1, 2, 5 ... 100 ms apart) instead of the
 	// engine's, so that statekit's benchmark can run both in one run.
@@ -98,7 +102,10 @@ type SweepObserver interface {
 	// with it, after its commit's sync when the handle syncs its commits,
 	// so the error may be that sync's (and the keys then nil); for an
 	// inline sweep at once, its commit synced with the next write's.
-	Sweeping(cutoffMillis int64) func(keys []string, err error)
+	// inline says which: an inline sweep runs after another verb's write,
+	// on whichever goroutine leads that verb's group, and is no part of a
+	// Sweep call that goroutine may be making.
+	Sweeping(cutoffMillis int64, inline bool) func(keys []string, err error)
 }
 
 // nowKey is the context key of a verb's now observer.
