@@ -33,9 +33,9 @@ var ErrNoFailure = errors.New("linearizability: no failing partition to visualis
 type Result struct {
 	// Verdict is Ok, Illegal or Unknown.
 	Verdict Verdict
-	// Partition names the first failing partition in sorted order ("k:"+key
-	// or "l:"+name) when Illegal, or the first that timed out when Unknown
-	// and none failed. Empty otherwise.
+	// Partition names the first failing partition in sorted order ("g:"+tag
+	// for keys with a hash tag, "k:"+key or "l:"+name) when Illegal, or the
+	// first that timed out when Unknown and none failed. Empty otherwise.
 	Partition string
 	// Description explains an Illegal or Unknown verdict: the longest
 	// linearizable prefix of the failing partition, the states it leaves,

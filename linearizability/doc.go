@@ -72,26 +72,35 @@
 // # Partitions and what they do not check
 //
 // The history is split by key: "k:"+key for key rows and "l:"+name for
-// leases, checked one at a time in sorted order. A verb on several keys (Del
-// of several keys, an Update, a buffered-increment Flush) is projected into
-// each key's partition with the same call and return times; Del's count
-// checks each key only when it is 0 or the number of distinct keys, and a
-// Del in an Update that the spec refuses for a bad key goes only to that
-// key's partition (it deletes none of the others). Sweep
+// leases, checked one at a time in sorted order. Key rows whose keys share
+// a hash tag, as Redis Cluster finds one (the text between the first "{"
+// and the first "}" after it, when not empty: "{t}a" and "{t}b"), are one
+// partition, "g:"+tag, checked as a whole. A verb on several partitions
+// (Del of several keys, an Update, a buffered-increment Flush) is
+// projected into each with the same call and return times, as the same
+// verb on the keys it holds there; Del's count checks a part only when the
+// part is the whole Del, or the count is 0 or the number of distinct keys,
+// and a Del in an Update that the spec refuses for a bad key goes only to
+// the partitions of the keys it is refused for (it deletes none of the
+// others). Sweep
 // goes to every key partition, its count checked only when it is 0. A Scan
 // goes to every key partition with its prefix and to every key it listed,
-// each checked against the row listed for it (none if left out); Leases goes
+// each checked against the row listed for it (none if left out; in a group,
+// a part for each key, checked against that key's row alone); Leases goes
 // to the lease partitions the same way; that a listing's rows are in byte
 // order, which no one partition sees, is checked before. PowerLoss
 // and Durable events go to every partition, and every committed FULL write is
 // also a Durable event in every other partition.
 //
-// Per-key projection does not check anything across keys: that a listing
-// shows every key at one moment (the engine does not promise it: it reads a
-// page of rows at a time), that a multi-key
-// Update or Del was atomic (each key's part may linearize at a different
-// point of its interval, or, for an unknown outcome, apply in one partition
-// and not in another), that a Del or Sweep count adds up over keys, nor that
-// the prefixes chosen at a power loss are the same prefix in every
-// partition. Those need a whole-history model, exponentially slower.
+// Per-key projection does not check anything across partitions: that a
+// listing shows every key at one moment (the engine does not promise it: it
+// reads a page of rows at a time), that a multi-key Update or Del was
+// atomic (each partition's part may linearize at a different point of its
+// interval, or, for an unknown outcome, apply in one partition and not in
+// another), that a Del or Sweep count adds up over partitions, nor that the
+// prefixes chosen at a power loss are the same prefix in every partition.
+// Within a group all of that is checked, a listing excepted: a group is
+// one state, and the search's cost grows with the calls in flight on it
+// together, so a recorder groups the few keys whose multi-key verbs it
+// wants checked whole, and leaves the rest one key a partition.
 package linearizability

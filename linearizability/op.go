@@ -160,10 +160,19 @@ type Recovery struct {
 	State  model.State `json:"state"`  // their rows; one read and missing here was absent
 }
 
-// names reports whether r read p's row.
-func (r *Recovery) names(p partition) bool {
-	if p.lease {
+// names reports whether r read p's row: for a group, the row of each of
+// its keys, those the history has.
+func (r *Recovery) names(p partition, groupKeys []string) bool {
+	switch {
+	case p.lease:
 		return slices.Contains(r.Leases, p.key)
+	case p.group:
+		for _, k := range groupKeys {
+			if !slices.Contains(r.Keys, k) {
+				return false
+			}
+		}
+		return true
 	}
 	return slices.Contains(r.Keys, p.key)
 }

@@ -109,6 +109,8 @@ func (h *fnv64) cell(c cell) {
 	h.str(c.lease.Owner)
 	h.int(c.lease.Token)
 	h.int(c.lease.ExpiresAt)
+	h.int(int64(len(c.rows)))
+	h.str(c.rows)
 }
 
 // describe returns s readably, such as `7 (power loss: absent | 6 | 7)`.

@@ -22,8 +22,8 @@ type piece struct {
 	st step
 }
 
-// project splits history (already validated) into per-key partitions,
-// leaving out the ops whose indexes skip holds.
+// project splits history (already validated) into partitions (per key,
+// per lease, per hash tag), leaving out the ops whose indexes skip holds.
 func project(history []Op, skip map[int]bool) projection {
 	pr := projection{parts: map[string]partition{}, ops: map[string][]porcupine.Operation{}}
 
@@ -33,6 +33,16 @@ func project(history []Op, skip map[int]bool) projection {
 	var hardLosses []int64             // the power losses no process survived
 	recovered := map[int64]*Recovery{} // by the power loss's time
 	clients := map[int]bool{}
+	groupKeys := map[string][]string{} // a group partition's name -> its keys, sorted
+	addKey := func(k string) {
+		p := keyPartition(k)
+		pr.parts[p.String()] = p
+		if p.group && !slices.Contains(groupKeys[p.String()], k) {
+			keys := append(groupKeys[p.String()], k)
+			slices.Sort(keys)
+			groupKeys[p.String()] = keys
+		}
+	}
 	for i, op := range history {
 		if skip[i] {
 			continue
@@ -50,8 +60,7 @@ func project(history []Op, skip map[int]bool) projection {
 				// only row before the loss is absent, and the check
 				// holds the recovered row to that.
 				for _, k := range rec.Keys {
-					p := partition{key: k}
-					pr.parts[p.String()] = p
+					addKey(k)
 				}
 				for _, l := range rec.Leases {
 					p := partition{lease: true, key: l}
@@ -63,8 +72,15 @@ func project(history []Op, skip map[int]bool) projection {
 			for _, p := range touched(op.Input) {
 				pr.parts[p.String()] = p
 			}
+			for _, k := range touchedKeys(op.Input) {
+				addKey(k)
+			}
 			for _, p := range listed(op) {
-				pr.parts[p.String()] = p
+				if p.lease {
+					pr.parts[p.String()] = p
+				} else {
+					addKey(p.key)
+				}
 			}
 		}
 	}
@@ -101,7 +117,7 @@ func project(history []Op, skip map[int]bool) projection {
 		}
 		s := st
 		if st.era >= 0 {
-			if rec, p := recovered[powerLosses[st.era]], pr.parts[name]; rec != nil && rec.names(p) {
+			if rec, p := recovered[powerLosses[st.era]], pr.parts[name]; rec != nil && rec.names(p, groupKeys[name]) {
 				c := p.fromState(rec.State)
 				s.target = &c
 			}
@@ -148,7 +164,7 @@ func project(history []Op, skip map[int]bool) projection {
 		case model.Sweep:
 			pieces = splitSweep(op, base, kvNames, pr.parts)
 		case model.Scan, model.Leases:
-			pieces = splitList(op, base, allNames, pr.parts)
+			pieces = splitList(op, base, allNames, pr.parts, groupKeys)
 		}
 		own := map[string]bool{}
 		for _, pc := range pieces {
@@ -191,11 +207,11 @@ func touched(in model.Input) []partition {
 	}
 	switch in.Kind {
 	case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL:
-		return []partition{{key: in.Key}}
+		return []partition{keyPartition(in.Key)}
 	case model.Del:
 		ps := make([]partition, len(in.Keys))
 		for i, k := range in.Keys {
-			ps[i] = partition{key: k}
+			ps[i] = keyPartition(k)
 		}
 		return ps
 	case model.Update, model.Flush:
@@ -204,6 +220,23 @@ func touched(in model.Input) []partition {
 			ps = append(ps, touched(sub)...)
 		}
 		return ps
+	}
+	return nil
+}
+
+// touchedKeys returns the key rows in touches (not leases), with repeats.
+func touchedKeys(in model.Input) []string {
+	switch in.Kind {
+	case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL:
+		return []string{in.Key}
+	case model.Del:
+		return in.Keys
+	case model.Update, model.Flush:
+		var keys []string
+		for _, sub := range in.Ops {
+			keys = append(keys, touchedKeys(sub)...)
+		}
+		return keys
 	}
 	return nil
 }
@@ -231,8 +264,9 @@ func listed(op Op) []partition {
 // there, says so). Each part is checked against
 // the rows listed for its own name, none if it was left out, so a listing
 // is checked key by key: each key's row as some moment of the call shows
-// it, not every key at one moment.
-func splitList(op Op, base step, names []string, parts map[string]partition) []piece {
+// it, not every key at one moment. A group gets a part for each of its
+// keys (groupKeys), each checked against that key's rows alone.
+func splitList(op Op, base step, names []string, parts map[string]partition, groupKeys map[string][]string) []piece {
 	in, out := op.Input, op.Output
 	lease := in.Kind == model.Leases
 	mine := map[string]model.Output{}
@@ -245,19 +279,33 @@ func splitList(op Op, base step, names []string, parts map[string]partition) []p
 		mine[name] = model.Output{Err: out.Err, Leases: append(mine[name].Leases, l)}
 	}
 	var pieces []piece
-	for _, name := range names {
-		p := parts[name]
+	// part adds p's part for key (or lease) k, checked against k's rows
+	// alone when only is set.
+	part := func(p partition, k, only string) {
+		name := partition{lease: lease, key: k}.String()
 		want, has := mine[name]
-		if p.lease != lease || (!has && !strings.HasPrefix(p.key, in.Key)) {
-			continue
+		if !has && !strings.HasPrefix(k, in.Key) {
+			return
 		}
 		if !has {
 			want = model.Output{Err: out.Err}
 		}
 		st := base
 		st.in = model.Input{Kind: in.Kind, Key: in.Key, All: in.All, NowMillis: in.NowMillis}
-		st.want, st.check = want, !op.Unknown
+		st.want, st.check, st.only = want, !op.Unknown, only
 		pieces = append(pieces, piece{p: p, st: st})
+	}
+	for _, name := range names {
+		p := parts[name]
+		switch {
+		case p.lease != lease:
+		case p.group:
+			for _, k := range groupKeys[name] {
+				part(p, k, k)
+			}
+		default:
+			part(p, p.key, "")
+		}
 	}
 	return pieces
 }
@@ -303,17 +351,37 @@ func distinct(keys []string) []string {
 	return out
 }
 
-// delCount returns the count a one-key part of a Del of n distinct keys
-// answered, when the whole answer n tells it: 0 (nothing was live) or 1
-// (everything was).
-func delCount(total, n int) (int, bool) {
+// delCount returns the count the part of a Del of n distinct keys that
+// holds m of them (those of one partition) answered, when the whole
+// answer total tells it: 0 (nothing was live), m (everything was), or total
+// when the part is the whole Del.
+func delCount(total, n, m int) (int, bool) {
 	switch total {
 	case 0:
 		return 0, true
 	case n:
-		return 1, true
+		return m, true
+	}
+	if m == n {
+		return total, true
 	}
 	return 0, false
+}
+
+// byPartition splits keys (distinct) by partition, in first-seen order.
+func byPartition(keys []string) ([]partition, [][]string) {
+	var ps []partition
+	var parts [][]string
+	for _, k := range keys {
+		p := keyPartition(k)
+		i := slices.Index(ps, p)
+		if i < 0 {
+			ps, parts = append(ps, p), append(parts, nil)
+			i = len(ps) - 1
+		}
+		parts[i] = append(parts[i], k)
+	}
+	return ps, parts
 }
 
 // splitSweep projects a Sweep into every key partition. Its count is
@@ -330,16 +398,19 @@ func splitSweep(op Op, base step, kvNames []string, parts map[string]partition) 
 	return pieces
 }
 
+// splitDel projects a Del into each partition of its keys, as a Del of
+// the keys it holds, its count checked where the whole count tells it.
 func splitDel(op Op, base step) []piece {
 	keys := distinct(op.Input.Keys)
-	count, known := delCount(op.Output.N, len(keys))
-	pieces := make([]piece, len(keys))
-	for i, k := range keys {
+	ps, parts := byPartition(keys)
+	pieces := make([]piece, len(ps))
+	for i, p := range ps {
+		count, known := delCount(op.Output.N, len(keys), len(parts[i]))
 		st := base
-		st.in = model.Input{Kind: model.Del, Keys: []string{k}, NowMillis: op.Input.NowMillis}
+		st.in = model.Input{Kind: model.Del, Keys: parts[i], NowMillis: op.Input.NowMillis}
 		st.want = model.Output{Err: op.Output.Err, N: count}
 		st.check = !op.Unknown && known
-		pieces[i] = piece{p: partition{key: k}, st: st}
+		pieces[i] = piece{p: p, st: st}
 	}
 	return pieces
 }
@@ -350,13 +421,14 @@ type subGroup struct {
 	p     partition
 	ops   []model.Input
 	index []int
-	// one-key parts of a Del over several keys, by position in ops
+	// parts of a Del over several partitions, by position in ops
 	delPart map[int]int // position -> distinct key count of the original Del
 }
 
 // groupSubs groups the first n sub-inputs by partition, in partition-name
-// order, splitting a Del over several keys into one-key Dels (a Del the
-// spec refuses into those of the keys it refuses for: it deletes nothing).
+// order, splitting a Del over several partitions into Dels of each one's
+// keys (a Del the spec refuses into those of the keys it refuses for: it
+// deletes nothing).
 func groupSubs(ops []model.Input, n int) []subGroup {
 	byName := map[string]*subGroup{}
 	var names []string
@@ -378,15 +450,16 @@ func groupSubs(ops []model.Input, n int) []subGroup {
 		if sub.Kind == model.Del {
 			keys := distinct(sub.Keys)
 			refused := model.Refuses(sub)
-			for _, k := range keys {
-				part := model.Input{Kind: model.Del, Keys: []string{k}}
+			ps, parts := byPartition(keys)
+			for i, p := range ps {
+				part := model.Input{Kind: model.Del, Keys: parts[i]}
 				if refused && !model.Refuses(part) {
 					// Refused for another of its keys, the Del
-					// deletes nothing here: this key's part of the
+					// deletes nothing here: this part of the
 					// Update is rolled back by another partition's.
 					continue
 				}
-				addSub(partition{key: k}, part, idx, len(keys))
+				addSub(p, part, idx, len(keys))
 			}
 			continue
 		}
@@ -428,7 +501,7 @@ func splitUpdate(op Op, base step) []piece {
 			sub := out.Sub[idx]
 			st.subCheck[pos] = true
 			if keys, ok := g.delPart[pos]; ok {
-				count, known := delCount(sub.N, keys)
+				count, known := delCount(sub.N, keys, len(g.ops[pos].Keys))
 				sub = model.Output{Err: sub.Err, N: count}
 				st.subCheck[pos] = known
 			}

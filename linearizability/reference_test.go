@@ -34,7 +34,7 @@ type flight struct {
 func (w *world) tick() int64 { w.t++; return w.t }
 
 func genCall(r *rand.Rand, depth int) model.Input {
-	keys := []string{"a", "b"}
+	keys := []string{"a", "b", "{g}a", "{g}b"} // the last two checked as one partition
 	vals := []model.Value{model.Int(1), model.Int(2), model.Bytes("x")}
 	kinds := []model.Kind{model.Get, model.Set, model.Del, model.IncrBy, model.CAS, model.Expire, model.TTL,
 		model.Lease, model.Renew, model.Release}
@@ -150,8 +150,8 @@ func (w *world) step() {
 }
 
 // recovered are the keys and leases a recovery reads: those calls touch,
-// and c, which none does.
-var recovered = []string{"a", "b", "c"}
+// and c and {g}c, which none does.
+var recovered = []string{"a", "b", "c", "{g}a", "{g}b", "{g}c"}
 
 // recovery returns the rows of the recovered keys and leases in s.
 func recovery(s model.State) *Recovery {
@@ -267,8 +267,8 @@ func TestCorruptedReferenceHistoriesFail(t *testing.T) {
 func itoa(i int) string { return model.Int(int64(i)).String() }
 
 // A recovered row no commit left fails the check in its partition: a value
-// never written, a token never granted, or any row of the key and lease c,
-// which no call touches.
+// never written, a token never granted, or any row of the keys and leases c
+// and {g}c, which no call touches (the key in its group's partition).
 func TestCorruptedRecoveredRowsFail(t *testing.T) {
 	corrupted := 0
 	rapid.Check(t, func(t *rapid.T) {
@@ -286,7 +286,7 @@ func TestCorruptedRecoveredRowsFail(t *testing.T) {
 		name := rapid.SampledFrom(recovered).Draw(t, "name")
 		rec := *history[i].Recovered
 		rec.State = rec.State.Clone()
-		partition := "k:" + name
+		partition := keyPartition(name).String()
 		if rapid.Bool().Draw(t, "lease") {
 			partition = "l:" + name
 			row := rec.State.Leases[name]

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/statekit/statekit/model"
 )
@@ -14,6 +15,7 @@ type step struct {
 	want      model.Output // the recorded answer, projected
 	check     bool         // compare the answer at all
 	subCheck  []bool       // Update: which sub-answers to compare; nil = all
+	only      string       // Scan in a group: compare the rows of this key alone
 	unknown   bool         // any answer; may or may not have taken effect
 	nowLatest int64        // unknown: the latest engine time it may have run at (0: in.NowMillis)
 	full      bool         // committed with FULL (for unknown outcomes)
@@ -37,6 +39,9 @@ type step struct {
 func (st *step) matches(out model.Output) bool {
 	if !st.check {
 		return true
+	}
+	if st.only != "" {
+		out.Rows = slices.DeleteFunc(slices.Clone(out.Rows), func(r model.KeyRow) bool { return r.Key != st.only })
 	}
 	if st.subCheck == nil {
 		return model.Matches(st.in, out, st.want)
@@ -74,6 +79,9 @@ func (st *step) String() string {
 		s = fmt.Sprintf("#%d c%d [%d,%d] %s -> (not checked here)", st.index, st.client, st.call, st.ret, st.in)
 	default:
 		s = fmt.Sprintf("#%d c%d [%d,%d] %s", st.index, st.client, st.call, st.ret, model.Describe(st.in, st.want))
+	}
+	if st.only != "" {
+		s += fmt.Sprintf(" (the rows of %q)", st.only)
 	}
 	if st.full {
 		s += " full"

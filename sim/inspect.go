@@ -153,13 +153,20 @@ func (w *world) allProcs() []*process {
 	return append(w.procs[:len(w.procs):len(w.procs)], w.inspector, w.outsider)
 }
 
+// modelledKeys are the keys whose every change the history records: the
+// shared keys, the counter, the transfer pair and the key group.
+func (w *world) modelledKeys() []string {
+	keys := append(append(slices.Clone(w.keys), hitsKey), transferKeys...)
+	return append(keys, groupKeys...)
+}
+
 // modelled keeps, of a Scan's or Leases' answer, the rows of the keys and
-// leases the history models (the transfer keys' too): the recipes' rows (rate limits, cached
+// leases the history models (modelledKeys): the recipes' rows (rate limits, cached
 // values, fill leases) are written by calls it does not record, and have
 // checks of their own.
 func (w *world) modelled(out model.Output) model.Output {
 	out.Rows = slices.DeleteFunc(out.Rows, func(r model.KeyRow) bool {
-		return r.Key != hitsKey && !slices.Contains(w.keys, r.Key) && !slices.Contains(transferKeys, r.Key)
+		return !slices.Contains(w.modelledKeys(), r.Key)
 	})
 	out.Leases = slices.DeleteFunc(out.Leases, func(l model.NamedLease) bool { return !slices.Contains(w.leases, l.Name) })
 	return out

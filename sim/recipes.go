@@ -305,7 +305,9 @@ func (w *world) checkRecipes() {
 // after the time it decided by is no excuse: each limiter decides by its
 // transaction's time, or (a fixed window's single Incr) decides again when
 // its Incr may have run past the row's guaranteed life. A decision that ran
-// beside a reset is not counted on either side of it. Within one span:
+// beside a reset is not counted on either side of it: a power loss that
+// processes lived through (a failed sync's writes dropped, with
+// -dropfailedsyncs) can come while a decision is in flight. Within one span:
 //
 //   - fixed window: per key and window (placed by the time each decision
 //     decided by), the requests allowed total at most the limit;
@@ -370,10 +372,15 @@ func (w *world) checkLimits(epoch func(int64) int) {
 		}
 	}
 	// span returns the span of unit u decision d lies in, or false if it
-	// ran beside a reset.
+	// ran beside a reset: a power loss the processes lived through (a
+	// failed sync's writes dropped) while it was in flight, or a deletion
+	// of the unit's row.
 	type spanID struct{ epoch, resets int }
 	span := func(u unitKey, d decision) (spanID, bool) {
 		s := spanID{epoch: epoch(d.call)}
+		if epoch(d.ret) != s.epoch {
+			return s, false
+		}
 		for _, r := range resets[u] {
 			switch {
 			case r[1] < d.call:

@@ -36,7 +36,7 @@ func (w *world) recovered() *linearizability.Recovery {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	keys := append(append(slices.Clone(w.keys), hitsKey), transferKeys...)
+	keys := w.modelledKeys()
 	s := model.NewState()
 	err = db.Scan(ctx, "", true, func(k state.KeyInfo) error {
 		if !slices.Contains(keys, k.Key) {

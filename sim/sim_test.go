@@ -288,6 +288,11 @@ var canaries = []struct {
 	// Sweep returning its last transaction's count: a Sweep whose steps
 	// (a few rows each, drawn per seed) commit apart when a verb queues.
 	{"sweep-counts-last", []string{sim.CheckSweepCount}, 0, nil},
+	// A Del of several keys counting the expired rows it deletes: a count
+	// of all its keys, or of a Del whose keys are all in one partition,
+	// is checked on any keys; a count of some of them only where its keys
+	// share a hash tag (the key group's partition).
+	{"del-counts-expired", []string{sim.CheckLinearizability}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

@@ -14,7 +14,7 @@ import (
 // numbers, and a draw in one subsystem follows the other's.
 func TestStreamsAreDistinct(t *testing.T) {
 	streams := []uint64{streamShape, streamWork, streamTime, streamLife, streamSched,
-		streamForeign, streamForeignHold, streamForeignRead, streamRecipe, streamTransfer}
+		streamForeign, streamForeignHold, streamForeignRead, streamRecipe, streamTransfer, streamGroup}
 	for k := range faultKinds {
 		streams = append(streams, streamFault+uint64(k))
 	}

@@ -108,6 +108,10 @@ func (w *world) clientOp(t *thread, p *process, c *client) {
 		w.transferOp(t, p, c)
 		return
 	}
+	if w.groupTurn() {
+		w.groupOp(t, p, c)
+		return
+	}
 	r := w.rngWork
 	kind := w.pickKind()
 	if w.diskFull > 0 && r.IntN(2) == 0 {

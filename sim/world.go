@@ -51,6 +51,7 @@ type world struct {
 
 	rngWork, rngTime, rngLife  *rand.Rand
 	rngTransfer                *rand.Rand // the transfer workload's (transfer.go)
+	rngGroup                   *rand.Rand // the key-group workload's (groupkeys.go)
 	rngFault                   [faultKinds]*rand.Rand
 	rngForeign, rngForeignHold *rand.Rand
 	rngForeignRead             *rand.Rand
@@ -143,6 +144,7 @@ func newWorld(cfg Config) *world {
 		rngTime:     rand.New(rand.NewPCG(cfg.Seed, streamTime)),
 		rngLife:     rand.New(rand.NewPCG(cfg.Seed, streamLife)),
 		rngTransfer: rand.New(rand.NewPCG(cfg.Seed, streamTransfer)),
+		rngGroup:    rand.New(rand.NewPCG(cfg.Seed, streamGroup)),
 		hash:        sha256.New(),
 		stats:       Stats{Faults: map[string]int{}},
 		recipes:     newRecipeState(cfg.Seed),

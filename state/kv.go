@@ -141,7 +141,11 @@ func (db *DB) del(ctx context.Context, now int64, keys []string) (int, error) {
 		if jerr != nil {
 			return 0, fmt.Errorf("del: %w", jerr)
 		}
-		rs, err = db.st.delMany.QueryContext(ctx, string(list), now)
+		stmt := db.st.delMany
+		if db.cfg.bugs.Has(bugs.DelCountsExpired) {
+			stmt = db.st.bugDelAll
+		}
+		rs, err = stmt.QueryContext(ctx, string(list), now)
 	}
 	if err != nil {
 		return 0, classify(ctx, err)

@@ -29,6 +29,9 @@ ON CONFLICT(key) DO UPDATE SET value = CASE
 RETURNING value`
 	bugIncrExpireSQL  = `UPDATE kv SET expires_at = ?2 WHERE key = ?1`
 	bugLeaseInsertSQL = `INSERT OR REPLACE INTO leases(name, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4)`
+	// bugDelAllSQL counts every row a Del of several keys deletes as live
+	// (?2, the time, is unused).
+	bugDelAllSQL = `DELETE FROM kv WHERE key IN (SELECT value FROM json_each(?1)) RETURNING 1 OR ?2`
 )
 
 // bugIncrTwoStatements is the classic rate-limiter bug: INCR, then EXPIRE

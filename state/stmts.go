@@ -37,7 +37,7 @@ type stmts struct {
 	begin, commit, rollback                   *stmt
 	bugGetAny, bugRenewBump, bugReleaseDelete *stmt
 	bugCASText, bugIncrPlain, bugIncrExpire   *stmt
-	bugLeaseInsert, sweepKeys                 *stmt
+	bugLeaseInsert, bugDelAll, sweepKeys      *stmt
 	all                                       []*stmt
 }
 
@@ -75,7 +75,7 @@ func prepare(ctx context.Context, conn *sql.Conn, withBugs, withSweepKeys bool) 
 		{&s.bugGetAny, bugGetAnySQL}, {&s.bugRenewBump, bugRenewBumpSQL},
 		{&s.bugReleaseDelete, bugReleaseDeleteSQL}, {&s.bugCASText, bugCASTextSQL},
 		{&s.bugIncrPlain, bugIncrPlainSQL}, {&s.bugIncrExpire, bugIncrExpireSQL},
-		{&s.bugLeaseInsert, bugLeaseInsertSQL},
+		{&s.bugLeaseInsert, bugLeaseInsertSQL}, {&s.bugDelAll, bugDelAllSQL},
 	}
 	if withBugs {
 		list = append(list, planted...)

@@ -111,6 +111,10 @@ const (
 	// SweepCountsLast has Sweep return the keys its last transaction
 	// deleted instead of all it deleted.
 	SweepCountsLast
+	// DelCountsExpired has a Del of several keys count every row it
+	// deletes, the expired ones no sweep has deleted yet too, as a Del
+	// that counts the rows its DELETE changed would.
+	DelCountsExpired
 	lastBug
 )
 
@@ -142,6 +146,7 @@ var names = map[Bug]string{
 	EmptyFlushSkipsLost:       "empty-flush-skips-lost",
 	FlushSkipsWait:            "flush-skips-wait",
 	SweepCountsLast:           "sweep-counts-last",
+	DelCountsExpired:          "del-counts-expired",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
