@@ -47,7 +47,9 @@
 // transactions deleted, that statectl info counts the rows the verifier lists
 // at the end (info.go), that every snapshot of the transfer pair sums to
 // zero (transfer.go: Updates are atomic), and that no error appeared that
-// no fault explains. Run returns
+// no fault explains. The key group's three keys share a hash tag
+// (groupkeys.go), so linearizability checks them as one partition: every
+// Del's count over them, not only a count of none or all. Run returns
 // a Report; its Trace hashes everything that happened, scheduling steps
 // included, so one seed replays byte for byte.
 //

@@ -254,10 +254,10 @@ var canaries = []struct {
 	// its open.
 	{"readonly-no-hwm", []string{sim.CheckClock}, 0, nil},
 	// statectl dump lists an expired key its visit should leave out;
-	// the verifier's listings show expired rows anyway (--all). 17 of
-	// 200 default seeds (the README's table), the first at 17; with
-	// statectl visiting ten times as often, 18 of seeds 1-40, seed 1
-	// among them (when sweep steps became a few rows).
+	// the verifier's listings show expired rows anyway (--all). 29 of
+	// 200 default seeds (the README's table), the first at 40; with
+	// statectl visiting ten times as often, 16 of seeds 1-40, from seed 2
+	// (when the key group came; 18 of 40 from seed 1 before).
 	{"scan-ignores-deadline", []string{sim.CheckLinearizability}, 0,
 		func(c *sim.Config) { c.Rates.Inspect = 0.1 }},
 	// statectl info counting expired keys as live: the verifier's Stats
@@ -273,10 +273,10 @@ var canaries = []struct {
 	// A Flush with nothing buffered that returns before the errors
 	// background flushes kept: a background flush that dropped a key
 	// (bytes where increments go) followed by a Flush with nothing
-	// buffered, 26 of 200 default seeds (the README's table); with as
+	// buffered, 23 of 200 default seeds (the README's table); with as
 	// many goroutines as a process may have, more flushes run, and seeds
-	// 4, 7, 10 and 15 of the 20 here catch it (when sweep steps became a
-	// few rows).
+	// 8, 10 and 18 of the 20 here catch it (when the key group came;
+	// 4, 7, 10 and 15 before).
 	{"empty-flush-skips-lost", []string{sim.CheckFlushAnswer}, 20,
 		func(c *sim.Config) { c.Goroutines = sim.MaxGoroutines }},
 	// A Flush that goes ahead while a background flush is in flight
@@ -325,9 +325,10 @@ var canaries = []struct {
 	// that (statesim -keep-going; the count moves with the engine's
 	// schedule), so it runs with as many goroutines as a process may have
 	// (more grants group) and more power cuts armed mid-operation: 4 to 16
-	// of 50, seeds 20, 39, 40 and 44 of the 45 here (when sweep steps
-	// became a few rows, where default seeds catch it from 32, 10 of 200;
-	// 6, 20 and 21 of 30 at 866e727).
+	// of 50, seeds 5, 11, 13 and 24 of the 45 here (when the key group
+	// came, where default seeds catch it from 55, 2 of 200; 20, 39, 40
+	// and 44 when sweep steps became a few rows, default seeds from 32,
+	// 10 of 200; 6, 20 and 21 of 30 at 866e727).
 	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 45,
 		func(c *sim.Config) { c.Goroutines, c.Rates.MidOp = sim.MaxGoroutines, 0.02 }},
 	// A key a write made live again between the sweep's two turns is
@@ -342,23 +343,25 @@ var canaries = []struct {
 	// The recipes' planted bugs (package ratelimit, package cache): only
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
-	// 74 of 200 default seeds (the README's table), seeds 11, 14, 15,
-	// 17, 19 and 20 of the 20 here (when sweep steps became a few rows;
-	// from seed 1 before).
+	// 78 of 200 default seeds (the README's table), seeds 2, 3, 11, 14,
+	// 17, 18, 19 and 20 of the 20 here (when the key group came; from
+	// seed 11 when sweep steps became a few rows, from seed 1 before).
 	{"limiter-two-steps", []string{sim.CheckRateLimit}, 20, nil},
-	// A fill's lease lost before its write: 30 of 200 default seeds (the
-	// README's table); 9 of seeds 1 to 50, from seed 1 (when sweep steps
-	// became a few rows; six from seed 15 at 866e727, eight from seed 17
+	// A fill's lease lost before its write: 23 of 200 default seeds (the
+	// README's table); 8 of seeds 1 to 50, from seed 6 (when the key group
+	// came; 9 from seed 1 when sweep steps became a few rows; six from
+	// seed 15 at 866e727, eight from seed 17
 	// at d5e5b10 and 102562e, eleven from seed 10 at 46c9026, five from
 	// seed 19 at 55d3ea4), so it takes
 	// 50 seeds here: the first seed that catches it moves with the
 	// engine's schedule and the simulator's.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 50, nil},
-	// A loss found on a disk that kept the failed sync's writes: 19 of
+	// A loss found on a disk that kept the failed sync's writes: 17 of
 	// 200 default seeds (the README's table), 8 of 60 with as many
 	// goroutines as a process may have (readers hold checkpoints short)
-	// and more failed syncs, as here (seeds 3 and 9 of the 20, when sweep
-	// steps became a few rows; 10 of 60 at 866e727, 14 at d5e5b10, 16 at
+	// and more failed syncs, as here (seeds 2, 5, 9 and 17 of the 20 when
+	// the key group came; 3 and 9 when sweep steps became a few rows; 10
+	// of 60 at 866e727, 14 at d5e5b10, 16 at
 	// 102562e, 9 at e32535b, 19 at 55d3ea4).
 	{"loss-check-every-page", []string{sim.CheckEngineError}, 20,
 		func(c *sim.Config) { c.Goroutines, c.Rates.SyncError = sim.MaxGoroutines, 0.03 }},
