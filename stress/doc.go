@@ -37,7 +37,9 @@
 // Run checks (package checks holds the checks beside linearizability):
 //
 //   - the whole history with package linearizability (a search against
-//     package model, partitioned by key);
+//     package model, partitioned by key; the key group's three keys share
+//     a hash tag, so they are one partition and every count of a Del of
+//     several of them is checked);
 //   - fencing tokens: no token granted to two owners, a grant that starts
 //     after another returned never gets a lower token (grants inside an
 //     Update that committed count), and the fenced resource accepted each

@@ -184,3 +184,16 @@ func TestReadersOnlyOnAFileOnTheRealClock(t *testing.T) {
 		assert.NoError(t, cfg.Validate(), "%+v", cfg)
 	}
 }
+
+// TestStressCatchesDelCountsExpired shows that a Del's count over several
+// keys is checked on the real clock: the key group's keys share a hash tag,
+// so the check takes them as one partition, and a Del that counts a row
+// past its deadline (some TTLs run out within a call or two) is caught.
+func TestStressCatchesDelCountsExpired(t *testing.T) {
+	cfg := short(t)
+	cfg.Bugs = bugs.Set{}.With(bugs.DelCountsExpired)
+	cfg.KillEvery = -1 // the bug needs no kill
+	cfg.Until = stress.Work{Calls: 5000}
+	rep := run(t, cfg)
+	assert.True(t, rep.Has(stress.KindLinearizability), "a Del that counted an expired row, in %d calls: %v", rep.Done.Calls, rep.Violations)
+}

@@ -311,8 +311,8 @@ func (c *caller) toEpoch() {
 }
 
 // step makes one move: a lease holder's, a counter's, buffered increments,
-// an expiry probe, a transfer or an audit, or a key verb, on the keys of
-// the current epoch.
+// an expiry probe, a transfer or an audit, a call on the key group, or a
+// key verb, on the keys of the current epoch.
 func (c *caller) step() error {
 	c.toEpoch()
 	switch r := c.load.rng.IntN(100); {
@@ -327,6 +327,9 @@ func (c *caller) step() error {
 		return c.probe()
 	case r < 66:
 		_, _, err := c.call(c.load.transfer())
+		return err
+	case r < 72:
+		_, _, err := c.call(c.load.group())
 		return err
 	default:
 		_, _, err := c.call(c.load.plain(false))

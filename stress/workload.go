@@ -29,6 +29,11 @@ var (
 	// transferKeys are a pair only transfers write, and audits read in
 	// one Update (package checks): every snapshot sums to zero.
 	transferKeys = []string{"xa", "xb"}
+	// groupKeys share a hash tag, so the linearizability check takes them
+	// as one partition (per epoch: each epoch is checked on its own) and
+	// checks every count of a Del of several of them, where on keys
+	// checked one at a time only a count of none or all is.
+	groupKeys = []string{"{g}a", "{g}b", "{g}c"}
 )
 
 // Bounds of the workload.
@@ -202,6 +207,31 @@ func isTransferPair(a, b string) bool {
 	ea, na, okA := strings.Cut(a, "/")
 	eb, nb, okB := strings.Cut(b, "/")
 	return okA && okB && ea == eb && na == transferKeys[0] && nb == transferKeys[1]
+}
+
+// group returns a call on the key group: a Set or an IncrBy with a TTL
+// (some expire within a call or two), a Del of two or three of its keys,
+// or an Update that deletes two and sets one.
+func (w *workload) group() model.Input {
+	del := func() model.Input {
+		in := model.Input{Kind: model.Del}
+		for range 2 + w.rng.IntN(2) {
+			in.Keys = append(in.Keys, w.pick(groupKeys))
+		}
+		return in
+	}
+	set := func() model.Input {
+		return model.Input{Kind: model.Set, Key: w.pick(groupKeys), Value: w.value(), TTLMillis: w.keyTTL()}
+	}
+	switch w.rng.IntN(8) {
+	case 0, 1, 2:
+		return set()
+	case 3:
+		return model.Input{Kind: model.IncrBy, Key: w.pick(groupKeys), Delta: 1, TTLMillis: w.keyTTL()}
+	case 4, 5, 6:
+		return del()
+	}
+	return model.Input{Kind: model.Update, Ops: []model.Input{del(), set()}}
 }
 
 // counter returns a +1 on a counter key.

@@ -62,7 +62,7 @@ func TestOneSeedPasses(t *testing.T) {
 	code, out, _ := statesim(t, "-seed", "3", "-ops", "100")
 	assert.Equal(t, exitOK, code, out)
 	assert.Regexp(t, traceLine, out)
-	assert.Regexp(t, `check: slowest partition [kl]:\S+ took [1-9][0-9.]*(µs|ms|s) \(limit 1m0s\)`, out)
+	assert.Regexp(t, `check: slowest partition [gkl]:\S+ took [1-9][0-9.]*(µs|ms|s) \(limit 1m0s\)`, out)
 }
 
 func TestSameSeedSameTraceLine(t *testing.T) {
@@ -120,7 +120,7 @@ func TestManySeedsInWorkersMatchOneByOne(t *testing.T) {
 	assert.Contains(t, par, "seeds: 4 run (20..23), 0 failed; 2 workers")
 	assert.Contains(t, par, "simulated ops/s")
 	// The workers send each seed's slowest check back with its result.
-	assert.Regexp(t, `check: slowest partition [kl]:\S+ of seed 2[0-3] took [1-9][0-9.]*(µs|ms|s) \(limit 1m0s, per partition\)`, par)
+	assert.Regexp(t, `check: slowest partition [gkl]:\S+ of seed 2[0-3] took [1-9][0-9.]*(µs|ms|s) \(limit 1m0s, per partition\)`, par)
 	assert.Contains(t, errOut, "4/4 seeds, 0 failed")
 
 	// -v prints each seed's summary line: the same traces as the workers'.
