@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 
 	"github.com/statekit/statekit/model"
 )
@@ -64,12 +65,32 @@ func (w *world) groupOp(t *thread, p *process, c *client) {
 		return
 	}
 	if in.Kind != model.Update {
+		w.countPartialDel(in, out)
 		w.noteKVDeadline(in, out)
 		return
 	}
 	for i, sub := range in.Ops {
 		sub.NowMillis = in.NowMillis
+		w.countPartialDel(sub, out.Sub[i])
 		w.noteKVDeadline(sub, out.Sub[i])
+	}
+}
+
+// countPartialDel counts a Del of the group's keys alone that answered a
+// count of some of them (Stats.PartialDels).
+func (w *world) countPartialDel(in model.Input, out model.Output) {
+	if in.Kind != model.Del || out.Err != model.ErrNone {
+		return
+	}
+	keys := map[string]bool{}
+	for _, k := range in.Keys {
+		if !slices.Contains(groupKeys, k) {
+			return
+		}
+		keys[k] = true
+	}
+	if out.N > 0 && out.N < len(keys) {
+		w.stats.PartialDels++
 	}
 }
 

@@ -171,7 +171,7 @@ func TestCleanSeeds(t *testing.T) {
 		n = cleanSeedsShort
 	}
 	armed := map[string]int{}
-	unknown, lostFlushes := 0, 0
+	unknown, lostFlushes, partialDels := 0, 0, 0
 	var fired faults.Stats
 	for seed := uint64(cleanFrom); seed < cleanFrom+uint64(n); seed++ {
 		r := run(t, sim.DefaultConfig(seed))
@@ -181,6 +181,7 @@ func TestCleanSeeds(t *testing.T) {
 		}
 		unknown += r.Stats.Unknown
 		lostFlushes += r.Stats.LostFlushes
+		partialDels += r.Stats.PartialDels
 		fired.InjectedErrors += r.Stats.Disk.InjectedErrors
 		fired.InjectedSyncErrors += r.Stats.Disk.InjectedSyncErrors
 		fired.InjectedDirSyncErrors += r.Stats.Disk.InjectedDirSyncErrors
@@ -219,6 +220,7 @@ func TestCleanSeeds(t *testing.T) {
 	}
 	assert.Positive(t, unknown, "no operation with an unknown outcome in %d seeds", n)
 	assert.Positive(t, lostFlushes, "no background flush lost deltas in %d seeds: no Flush or Close had an earlier error to return", n)
+	assert.Positive(t, partialDels, "no Del of the key group counted some of its keys in %d seeds: only counts the per-key check sees were made", n)
 	// Armed is not fired: an error armed for a call that never comes, or
 	// a budget no write reaches, tests nothing. The disk counts what it
 	// did.

@@ -130,6 +130,7 @@ type Stats struct {
 	Steps         int64          // scheduling steps: turns handed from one goroutine to another
 	Overlapping   int            // recorded operations called while another was in flight
 	LostFlushes   int            // background flushes that lost deltas, whose errors the next Flush or Close must return
+	PartialDels   int            // Dels of the key group's keys alone that counted some of them, not none or all: checked only because the group is one partition
 	Disk          faults.Stats   // the simulated disk's own counters at the end: the injected errors and refused writes that fired, not only those armed
 }
 

@@ -22,6 +22,7 @@ type totals struct {
 	opens, checks       int
 	threads, overlap    int
 	lostFlushes         int
+	partialDels         int
 	steps               int64
 	virtualMillis       int64
 	faults              map[string]int
@@ -55,6 +56,7 @@ func (t *totals) add(r result) {
 	t.threads += st.Threads
 	t.overlap += st.Overlapping
 	t.lostFlushes += st.LostFlushes
+	t.partialDels += st.PartialDels
 	t.steps += st.Steps
 	t.virtualMillis += st.VirtualMillis
 	for k, n := range st.Faults {
@@ -155,8 +157,9 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 	}
 	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %s; config: %s\n",
 		t.seeds, t.firstSeed, t.lastSeed, t.failed, count(opt.parallel, "worker", "workers"), strings.Join(opt.cfg.Args()[2:], " "))
-	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %s, %s\n",
-		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, count(t.opens, "process start", "process starts"), count(t.checks, "integrity check", "integrity checks"))
+	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %s, %s; %s of the key group that counted some of their keys\n",
+		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, count(t.opens, "process start", "process starts"), count(t.checks, "integrity check", "integrity checks"),
+		count(t.partialDels, "Del", "Dels"))
 	fmt.Fprintf(w, "concurrency: %d goroutines scheduled, %d scheduling steps, %d operations called while another was in flight; %s (each held to its handle's next Flush or Close)\n",
 		t.threads, t.steps, t.overlap, count(t.lostFlushes, "background flush that lost deltas", "background flushes that lost deltas"))
 	var fs []string

@@ -34,18 +34,18 @@ func TestUnwrittenReportIsNotASuccess(t *testing.T) {
 	assert.Contains(t, errOut.String(), "replay: statesim -seed 1 -ops 300 -bug read-ignores-deadline -v")
 }
 
-// TestSummaryCountsInTheSingular reads one worker, one process start and
-// one integrity check in the singular, and more in the plural.
+// TestSummaryCountsInTheSingular reads one worker, one process start, one
+// integrity check and one Del in the singular, and more in the plural.
 func TestSummaryCountsInTheSingular(t *testing.T) {
 	var out bytes.Buffer
-	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, &totals{seeds: 1, opens: 1, checks: 1}, time.Second)
+	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, &totals{seeds: 1, opens: 1, checks: 1, partialDels: 1}, time.Second)
 	assert.Contains(t, out.String(), "; 1 worker; ")
-	assert.Contains(t, out.String(), "; 1 process start, 1 integrity check\n")
+	assert.Contains(t, out.String(), "; 1 process start, 1 integrity check; 1 Del of the key group that counted some of their keys\n")
 
 	out.Reset()
-	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 2}, &totals{seeds: 2, opens: 2, checks: 2}, time.Second)
+	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 2}, &totals{seeds: 2, opens: 2, checks: 2, partialDels: 2}, time.Second)
 	assert.Contains(t, out.String(), "; 2 workers; ")
-	assert.Contains(t, out.String(), "; 2 process starts, 2 integrity checks\n")
+	assert.Contains(t, out.String(), "; 2 process starts, 2 integrity checks; 2 Dels of the key group that counted some of their keys\n")
 }
 
 // TestSummarySaysWhatFiredOnTheDisk: the summary sums the simulated
