@@ -186,9 +186,10 @@ func TestReadersOnlyOnAFileOnTheRealClock(t *testing.T) {
 }
 
 // TestStressCatchesDelCountsExpired shows that a Del's count over several
-// keys is checked on the real clock: the key group's keys share a hash tag,
-// so the check takes them as one partition, and a Del that counts a row
-// past its deadline (some TTLs run out within a call or two) is caught.
+// keys is checked on the real clock: every expiry probe (one call in a
+// hundred) deletes its key, certainly expired, beside another key of its
+// hash tag, which the check takes as one partition with it, and a Del that
+// counts the expired row answers one where none is right.
 func TestStressCatchesDelCountsExpired(t *testing.T) {
 	cfg := short(t)
 	cfg.Bugs = bugs.Set{}.With(bugs.DelCountsExpired)

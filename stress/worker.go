@@ -368,16 +368,24 @@ const (
 )
 
 // probe writes the client's own key with a TTL of a millisecond, waits
-// longer than that, and reads it back: an expired key, for certain, which
+// longer than that, reads it back, and deletes it beside another key of
+// its hash tag, which nothing writes: an expired key, for certain, which
 // only a sweep may have deleted meanwhile. Every probe gives the check a
-// read of an expired key, whatever the machine's speed.
+// read of an expired key and a Del of two keys that must count none,
+// whatever the machine's speed; the tag makes the two keys one partition,
+// so that count is checked (on keys checked one at a time, a count of one
+// of two is not).
 func (c *caller) probe() error {
-	key := c.load.prefix + fmt.Sprintf("x%d", c.client)
+	key := c.load.prefix + fmt.Sprintf("{x%d}p", c.client)
+	other := c.load.prefix + fmt.Sprintf("{x%d}q", c.client)
 	if _, _, err := c.call(model.Input{Kind: model.Set, Key: key, Value: c.load.value(), TTLMillis: probeTTLMillis}); err != nil {
 		return err
 	}
 	time.Sleep(probeWait)
-	_, _, err := c.call(model.Input{Kind: model.Get, Key: key})
+	if _, _, err := c.call(model.Input{Kind: model.Get, Key: key}); err != nil {
+		return err
+	}
+	_, _, err := c.call(model.Input{Kind: model.Del, Keys: []string{key, other}})
 	return err
 }
 
