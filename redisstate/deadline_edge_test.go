@@ -134,3 +134,28 @@ func TestCASCreatesAtItsDeadline(t *testing.T) {
 		n.one(t, "ttl")
 	})
 }
+
+// TestExpireFindsNoKeyAtItsDeadline: an Expire at the exact millisecond of
+// a key's deadline reports false and leaves the key gone: it does not give
+// it a new deadline.
+func TestExpireFindsNoKeyAtItsDeadline(t *testing.T) {
+	db, srv := openDB(t)
+	rc := rawClient(t, srv)
+	var n notes
+	ctx := n.ctx(ctxT(t))
+	aimAtDeadlines(t, rc, &n, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
+		return rc.Do(ctx, "SET", fmt.Sprintf("t:k:e%d", i), "b:v", "PXAT", at).Err()
+	}, func(i int) bool {
+		set, err := db.Expire(ctx, fmt.Sprintf("e%d", i), time.Minute)
+		require.NoError(t, err)
+		return set
+	}, func(i int, live bool) {
+		if live {
+			return
+		}
+		key := fmt.Sprintf("e%d", i)
+		_, err := db.Get(ctx, key)
+		require.ErrorIs(t, err, state.ErrNotFound, "%s after an Expire that found it gone", key)
+		n.one(t, "get")
+	})
+}
