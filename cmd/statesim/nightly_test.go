@@ -76,6 +76,7 @@ func TestNightlyRunsWhatTheREADMESays(t *testing.T) {
 		syncFull   bool
 		inspect    float64
 		foreign    float64
+		syncError  float64
 	}
 	var sims []run
 	for _, args := range nightlyRuns(t, text, "") {
@@ -85,16 +86,17 @@ func TestNightlyRunsWhatTheREADMESays(t *testing.T) {
 		opt, err := parse(args, io.Discard)
 		require.NoError(t, err, "%s: statesim %s", nightlyFile, strings.Join(args, " "))
 		assert.True(t, opt.keepGoing && opt.shrink, "a nightly run keeps going and shrinks: %v", args)
-		sims = append(sims, run{opt.seeds, opt.cfg.Goroutines, opt.cfg.Rates.DiskFull, opt.cfg.SyncFull, opt.cfg.Rates.Inspect, opt.cfg.Rates.Foreign})
+		sims = append(sims, run{opt.seeds, opt.cfg.Goroutines, opt.cfg.Rates.DiskFull, opt.cfg.SyncFull, opt.cfg.Rates.Inspect, opt.cfg.Rates.Foreign, opt.cfg.Rates.SyncError})
 	}
 	d := sim.DefaultConfig(1)
 	assert.ElementsMatch(t, []run{
-		{20000, d.Goroutines, d.Rates.DiskFull, false, d.Rates.Inspect, 0},
-		{5000, 8, d.Rates.DiskFull, false, d.Rates.Inspect, 0},
-		{3000, d.Goroutines, 0.03, false, d.Rates.Inspect, 0},
-		{3000, d.Goroutines, d.Rates.DiskFull, true, d.Rates.Inspect, 0},
-		{3000, d.Goroutines, d.Rates.DiskFull, false, 0.1, 0},
-		{3000, d.Goroutines, d.Rates.DiskFull, false, d.Rates.Inspect, 0.02},
+		{20000, d.Goroutines, d.Rates.DiskFull, false, d.Rates.Inspect, 0, d.Rates.SyncError},
+		{5000, 8, d.Rates.DiskFull, false, d.Rates.Inspect, 0, d.Rates.SyncError},
+		{3000, d.Goroutines, 0.03, false, d.Rates.Inspect, 0, d.Rates.SyncError},
+		{3000, d.Goroutines, d.Rates.DiskFull, true, d.Rates.Inspect, 0, d.Rates.SyncError},
+		{2000, 8, d.Rates.DiskFull, false, d.Rates.Inspect, 0, 0.03},
+		{3000, d.Goroutines, d.Rates.DiskFull, false, 0.1, 0, d.Rates.SyncError},
+		{3000, d.Goroutines, d.Rates.DiskFull, false, d.Rates.Inspect, 0.02, d.Rates.SyncError},
 	}, sims, "the nightly runs README.md describes")
 
 	loop := regexp.MustCompile(`for bug in ([^;]+); do`).FindStringSubmatch(strings.ReplaceAll(text, "\\\n", " "))
