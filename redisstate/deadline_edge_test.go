@@ -40,8 +40,9 @@ const aimCap = 5000
 // time the verb noted is before at. check, when set, looks at the item
 // after its call, through the store; its calls must take the times they
 // note. It returns once exactHits calls met their items' deadlines at the
-// exact millisecond.
-func aimAtDeadlines(t *testing.T, rc *redis.Client, n *notes,
+// exact millisecond. listing says call lists keys, which notes no time when
+// Redis removed every key it would have listed.
+func aimAtDeadlines(t *testing.T, rc *redis.Client, n *notes, listing bool,
 	setup func(ctx context.Context, rc *redis.Client, i int, at int64) error,
 	call func(i int) (live bool),
 	check func(i int, live bool),
@@ -55,6 +56,16 @@ func aimAtDeadlines(t *testing.T, rc *redis.Client, n *notes,
 		at := ref + gap
 		require.NoError(t, setup(ctx, rc, i, at))
 		live := call(i)
+		n.mu.Lock()
+		silent := len(n.ms) == 0
+		n.mu.Unlock()
+		if silent && listing {
+			// The listing read no page: Redis had removed the key, its
+			// deadline past by Redis's own clock.
+			require.False(t, live, "item %d listed without a page read", i)
+			gap = max(1, serverMs(t, rc)-ref)
+			continue
+		}
 		now := n.one(t, fmt.Sprintf("item %d", i))
 		require.Equal(t, now < at, live, "item %d met at %d, its deadline %d", i, now, at)
 		if check != nil {
@@ -76,7 +87,7 @@ func TestLeaseIsFreeAtItsDeadline(t *testing.T) {
 	rc := rawClient(t, srv)
 	var n notes
 	ctx := n.ctx(ctxT(t))
-	aimAtDeadlines(t, rc, &n, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
+	aimAtDeadlines(t, rc, &n, false, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
 		return rc.HSet(ctx, fmt.Sprintf("t:lease:L%d", i), "owner", "old", "token", "7", "expires", at).Err()
 	}, func(i int) bool {
 		l, err := db.Lease(ctx, fmt.Sprintf("L%d", i), "new", time.Minute)
@@ -96,7 +107,7 @@ func TestDelCountsNoKeyAtItsDeadline(t *testing.T) {
 	rc := rawClient(t, srv)
 	var n notes
 	ctx := n.ctx(ctxT(t))
-	aimAtDeadlines(t, rc, &n, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
+	aimAtDeadlines(t, rc, &n, false, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
 		return rc.Do(ctx, "SET", fmt.Sprintf("t:k:d%d", i), "b:v", "PXAT", at).Err()
 	}, func(i int) bool {
 		deleted, err := db.Del(ctx, fmt.Sprintf("d%d", i))
@@ -113,7 +124,7 @@ func TestCASCreatesAtItsDeadline(t *testing.T) {
 	rc := rawClient(t, srv)
 	var n notes
 	ctx := n.ctx(ctxT(t))
-	aimAtDeadlines(t, rc, &n, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
+	aimAtDeadlines(t, rc, &n, false, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
 		return rc.Do(ctx, "SET", fmt.Sprintf("t:k:c%d", i), "b:old", "PXAT", at).Err()
 	}, func(i int) bool {
 		swapped, err := db.CAS(ctx, fmt.Sprintf("c%d", i), nil, "new")
@@ -143,7 +154,7 @@ func TestExpireFindsNoKeyAtItsDeadline(t *testing.T) {
 	rc := rawClient(t, srv)
 	var n notes
 	ctx := n.ctx(ctxT(t))
-	aimAtDeadlines(t, rc, &n, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
+	aimAtDeadlines(t, rc, &n, false, func(ctx context.Context, rc *redis.Client, i int, at int64) error {
 		return rc.Do(ctx, "SET", fmt.Sprintf("t:k:e%d", i), "b:v", "PXAT", at).Err()
 	}, func(i int) bool {
 		set, err := db.Expire(ctx, fmt.Sprintf("e%d", i), time.Minute)
@@ -158,4 +169,57 @@ func TestExpireFindsNoKeyAtItsDeadline(t *testing.T) {
 		require.ErrorIs(t, err, state.ErrNotFound, "%s after an Expire that found it gone", key)
 		n.one(t, "get")
 	})
+}
+
+// TestScanLeavesOutAKeyAtItsDeadline: a Scan at the exact millisecond of a
+// key's deadline does not list it; one before lists it with the time it
+// has left.
+func TestScanLeavesOutAKeyAtItsDeadline(t *testing.T) {
+	db, srv := openDB(t)
+	rc := rawClient(t, srv)
+	var n notes
+	ctx := n.ctx(ctxT(t))
+	var at int64
+	aimAtDeadlines(t, rc, &n, true, func(ctx context.Context, rc *redis.Client, _ int, deadline int64) error {
+		at = deadline
+		return rc.Do(ctx, "SET", "t:k:s", "b:v", "PXAT", deadline).Err()
+	}, func(int) bool {
+		var listed []state.KeyInfo
+		require.NoError(t, db.Scan(ctx, "s", false, func(k state.KeyInfo) error {
+			listed = append(listed, k)
+			return nil
+		}))
+		if len(listed) == 0 {
+			return false
+		}
+		require.Len(t, listed, 1)
+		assert.Equal(t, at, listed[0].Expires.UnixMilli(), "the listed key's deadline")
+		assert.Positive(t, listed[0].Left, "a listed key's time left")
+		return true
+	}, nil)
+}
+
+// TestLeasesListALeaseFreeAtItsDeadline: a listing of leases at the exact
+// millisecond of a lease's deadline shows it expired, not held.
+func TestLeasesListALeaseFreeAtItsDeadline(t *testing.T) {
+	db, srv := openDB(t)
+	rc := rawClient(t, srv)
+	var n notes
+	ctx := n.ctx(ctxT(t))
+	aimAtDeadlines(t, rc, &n, false, func(ctx context.Context, rc *redis.Client, _ int, at int64) error {
+		return rc.HSet(ctx, "t:lease:L", "owner", "old", "token", "7", "expires", at).Err()
+	}, func(int) bool {
+		var listed []state.LeaseInfo
+		require.NoError(t, db.Leases(ctx, true, func(l state.LeaseInfo) error {
+			listed = append(listed, l)
+			return nil
+		}))
+		require.Len(t, listed, 1)
+		if listed[0].Status == state.LeaseHeld {
+			assert.Positive(t, listed[0].Left, "a held lease's time left")
+			return true
+		}
+		assert.Equal(t, state.LeaseExpired, listed[0].Status)
+		return false
+	}, nil)
 }

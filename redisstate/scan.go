@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/statekit/statekit/internal/hooks"
 	"github.com/statekit/statekit/internal/redisurl"
 	"github.com/statekit/statekit/state"
 )
@@ -163,6 +164,14 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		if terr != nil && gerr == nil {
 			return nil, 0, s.fail(ctx, terr, reads)
 		}
+		if gerr == nil && terr == nil && at == -2 {
+			// The key was there for GET and gone for PEXPIRETIME (or
+			// PTTL): Redis expired it, or a client deleted it, between
+			// the two; either way it is gone at now, read after both.
+			// Taking -2 for "no deadline" listed an expired key as live
+			// for ever (TestScanLeavesOutAKeyAtItsDeadline).
+			continue
+		}
 		r := rawKey{key: k[base:], val: v, at: -1, err: gerr}
 		switch {
 		case gerr != nil || at < 0:
@@ -191,6 +200,7 @@ func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn
 		if err != nil {
 			return err
 		}
+		hooks.NoteNow(ctx, now) // the time this page was judged at, as each page of the file engine's
 		for _, r := range page {
 			if r.err != nil {
 				return fmt.Errorf("key %q: %w", r.key, s.fail(ctx, r.err, reads))
@@ -290,6 +300,7 @@ func (s *store) Leases(ctx context.Context, includeFree bool, fn func(state.Leas
 		if err != nil {
 			return err
 		}
+		hooks.NoteNow(ctx, now)
 		for _, r := range page {
 			l, bad := r.info(now)
 			if bad != "" {
