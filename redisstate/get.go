@@ -35,7 +35,7 @@ func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
 		v, err := s.getOnce(ctx, rkey)
 		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
 			s.cluster.ReloadState(ctx)
-			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
+			if err := s.pause(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
 				return state.Value{}, fmt.Errorf("statekit: %w", err)
 			}
 			continue

@@ -26,6 +26,8 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{base + "/0?prefix=a&prefix=b", "prefix"},
 		{base + "/0?pool_size=3&pool_size=4", "pool_size is given 2 times"},
 		{base + "/0?allow_unsafe_leases=maybe", "allow_unsafe_leases"},
+		{base + "/0?wait_replicas=-1", "wait_replicas"},
+		{base + "/0?wait_replicas=two", "wait_replicas"},
 		{base + "/0?max_retries=3", "max_retries"},
 		{base + "/0?dial_timeout=soon", "dial_timeout"},
 		{"redis://:hunter2@h1:1,h2:2/0", "redis+cluster"},

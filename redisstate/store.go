@@ -44,9 +44,10 @@ type store struct {
 	// write checks the server's durability first (syncfull.go).
 	syncFull bool
 
-	// txPause waits between two attempts of an Update: sleep, but in
-	// tests that count the pauses.
-	txPause func(ctx context.Context, d time.Duration) error
+	// pause waits between two attempts of an Update, or of a command a
+	// cluster redirected: sleep, but in tests that count the pauses or
+	// move a slot meanwhile.
+	pause func(ctx context.Context, d time.Duration) error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -58,7 +59,7 @@ func open(raw string, o backend.Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg, txPause: sleep, syncFull: o.SyncFull}
+	s := &store{cfg: cfg, pause: sleep, syncFull: o.SyncFull}
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted
@@ -138,7 +139,7 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 		res, err := sc.Run(ctx, c, keys, args...).Slice()
 		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
 			s.cluster.ReloadState(ctx)
-			if err := sleep(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
+			if err := s.pause(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
 				return nil, fmt.Errorf("statekit: %w", err)
 			}
 			continue

@@ -64,7 +64,7 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		}
 		pause := min(txBackoffMax, txBackoffMin<<min(attempt, 6))
 		pause = pause/2 + rand.N(pause/2+1)
-		if err := s.txPause(ctx, pause); err != nil {
+		if err := s.pause(ctx, pause); err != nil {
 			return fmt.Errorf("statekit: %w", err)
 		}
 	}

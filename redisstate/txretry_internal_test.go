@@ -23,7 +23,7 @@ func TestUpdateRetriesForTimeWithoutPause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var pauses []time.Duration
-	s.txPause = func(_ context.Context, d time.Duration) error { pauses = append(pauses, d); return nil }
+	s.pause = func(_ context.Context, d time.Duration) error { pauses = append(pauses, d); return nil }
 
 	runs := 0
 	err := s.Update(ctx, func(x any) error {

@@ -264,7 +264,11 @@ func keyRefused(err error) bool {
 
 // FlushError is the error Flush (and Close) return when some keys' buffered
 // deltas could not be applied: their stored value is bytes (ErrNotInteger)
-// or the sum would overflow (ErrOverflow). The other keys were written.
+// or the sum would overflow (ErrOverflow). The other keys were written. On
+// a Redis cluster a flush writes each master's keys in turn, and when a
+// master fails after another's keys were written, its keys' deltas are
+// dropped too, each with the cause (ErrUnavailable: not applied;
+// ErrOutcomeUnknown: its answer was lost).
 type FlushError struct {
 	// Dropped maps each key whose delta was dropped to why.
 	Dropped map[string]error

@@ -125,8 +125,9 @@ func (db *DB) Renew(ctx context.Context, l *Lease, ttl time.Duration) error {
 }
 
 // Release ends l at once, keeping its token so the next grant gets a higher
-// one. It returns ErrLeaseLost when l is no longer held. A Release that
-// returns an error leaves l as it was.
+// one, and sets l.Expires to the time it ended. It returns ErrLeaseLost
+// when l is no longer held. A Release that returns an error leaves l as it
+// was.
 func (db *DB) Release(ctx context.Context, l *Lease) error {
 	if _, err := checkHeld(l, time.Millisecond); err != nil {
 		return db.named("release", leaseName(l), err)

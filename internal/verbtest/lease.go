@@ -103,7 +103,9 @@ var leaseCases = []verbCase{
 
 	{"lease/release", func(t *testing.T, e *env) {
 		l := e.lease("job", "a", time.Minute)
+		before := e.db.Now()
 		require.NoError(t, e.db.Release(e.ctx, l))
+		e.bracket(l.Expires, before, e.db.Now(), 0, "a released lease's Expires is when it ended")
 		err := e.db.Release(e.ctx, l)
 		assert.ErrorIs(t, err, state.ErrLeaseLost, "released twice")
 		assert.ErrorContains(t, err, `release "job" token 1`)
