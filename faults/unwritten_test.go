@@ -62,3 +62,22 @@ func TestKeepUnwrittenLosesLaterWritesUntilWrittenThrough(t *testing.T) {
 		assert.Equal(t, grown, contents(t, m, 1, "db")[block:], "written past the cache, then synced: durable")
 	}
 }
+
+// TestKeepUnwrittenHoldsAtAPowerLossThatKeepsWrites: a write to an
+// unwritten block that no sync reached, which a power loss keeps
+// (LossKeep), still reads as zeros: the page cache's bytes reach the disk,
+// but the block reads as unwritten, as a sync's would.
+func TestKeepUnwrittenHoldsAtAPowerLossThatKeepsWrites(t *testing.T) {
+	const block = 4096
+	grown := bytes.Repeat([]byte("g"), block)
+	m := faults.NewMemFS(1)
+	m.SetKeepUnwritten(true)
+	f := open(t, m.Process(1), "db")
+	write(t, f, grown, 0)
+	m.FailAt(faults.OpSync, 1)
+	require.ErrorIs(t, f.Sync(), faults.ErrInjected)
+	write(t, f, grown, 0) // not synced
+	m.PowerLoss(faults.LossKeep)
+	m.Reboot()
+	assert.Equal(t, make([]byte, block), contents(t, m, 1, "db"), "the unwritten block reads as zeros")
+}

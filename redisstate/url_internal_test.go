@@ -21,6 +21,9 @@ func TestParseURL(t *testing.T) {
 		o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
 		t.Fatalf("parsed %+v / %+v", c, o)
 	}
+	if c, err := parseURL("redis://h?allow_unsafe_leases=false"); err != nil || c.allowUnsafe {
+		t.Fatalf("allow_unsafe_leases=false: %+v %v", c, err)
+	}
 	c, err = parseURL("redis://secret@h")
 	if err != nil || c.single.Password != "secret" || c.single.Username != "" || c.single.Addr != "h:6379" || c.prefix != "" {
 		t.Fatalf("redis-cli's password form: %+v %v", c.single, err)
