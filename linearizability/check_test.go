@@ -414,6 +414,10 @@ func TestMultiKeyHistories(t *testing.T) {
 				model.Output{Err: model.ErrAborted, Sub: []model.Output{n(1), notFound}}),
 			do(0, 5, 6, t0, get("a"), notFound),
 		}},
+		{name: "update answered as committed where the callback aborted", verdict: Illegal, partition: "k:a", mentions: "update", history: []Op{
+			do(0, 3, 4, t0, model.Input{Kind: model.Update, Abort: true, Ops: []model.Input{incr("a"), get("b")}},
+				model.Output{Sub: []model.Output{n(1), notFound}}),
+		}},
 		{name: "update sub-answers are checked", verdict: Illegal, partition: "k:b", mentions: "update", history: []Op{
 			do(0, 1, 2, t0, set("b", model.Int(5)), ok),
 			do(0, 3, 4, t0, model.Input{Kind: model.Update, Ops: []model.Input{incr("a"), get("b")}},
