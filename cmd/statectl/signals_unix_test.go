@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -82,8 +83,10 @@ func TestReadsKilledBySignalLeaveNoCopy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.state")
 	writeStateFile(t, path, 8) // dump --full prints 8 MiB: more than a pipe holds
 	statectl := statectlCopy(t)
+	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	unignoreInChildren(t, sigs...)
 
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+	for _, sig := range sigs {
 		tmp := t.TempDir()
 		r, w, err := os.Pipe()
 		require.NoError(t, err)
@@ -101,6 +104,22 @@ func TestReadsKilledBySignalLeaveNoCopy(t *testing.T) {
 		args := []string{"dump", sig.String()}
 		assertDiedOf(t, err, sig, args)
 		assertNoCopyLeft(t, tmp, args)
+	}
+}
+
+// unignoreInChildren has the commands the test starts take sigs' default
+// action even when the test itself was started with one of them ignored
+// (under nohup, SIGHUP): a child inherits an ignored signal, and statectl
+// rightly leaves it ignored, so the test would wait for ever for a death
+// that never comes. A signal the test handles is reset to its default in
+// a child.
+func unignoreInChildren(t *testing.T, sigs ...syscall.Signal) {
+	for _, sig := range sigs {
+		if signal.Ignored(sig) {
+			c := make(chan os.Signal, 1)
+			signal.Notify(c, sig)
+			t.Cleanup(func() { signal.Stop(c) })
+		}
 	}
 }
 
