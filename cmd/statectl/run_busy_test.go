@@ -100,3 +100,41 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestRunEndsTheCommandWhenRenewalsFailPastTheTTL: once CMD runs, another
+// process takes the file's write lock and keeps it, so every renewal fails
+// with the file busy, which run retries; but once the lease's time has run
+// out without one, another owner could hold it, so run sends CMD SIGTERM
+// and exits 76 saying why. The ttl (6 s) is far longer than a stall of run
+// on a loaded machine; CMD ends by itself after 60 s if it is never told.
+func TestRunEndsTheCommandWhenRenewalsFailPastTheTTL(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	statectl := statectlCopy(t)
+
+	started := filepath.Join(dir, "started")
+	cmd := exec.Command(statectl, "run", path, "--lease", "job", "--ttl", "6s", "--",
+		"sh", "-c", `trap 'echo got TERM; exit 7' TERM; touch "$1"; n=0; while [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done`, "sh", started)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	var out, errBuf lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errBuf
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		require.Less(t, i, 2000, "CMD did not start within 20s: %s", errBuf.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	holdWriteLock(t, path)
+	err = <-exited
+	assert.Equal(t, exitLost, cmd.ProcessState.ExitCode(), "%v: %s", err, errBuf.String())
+	assert.Equal(t, "got TERM\n", out.String(), "CMD was told to stop")
+	assert.Contains(t, errBuf.String(), "renewing lease \"job\" failed, will retry")
+	assert.Contains(t, errBuf.String(), "renewals failed until the ttl ran out")
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -152,4 +153,33 @@ func assertNoCopyLeft(t *testing.T, tmp string, args []string) {
 		names = append(names, e.Name())
 	}
 	assert.Empty(t, names, "%s left its private copy in $TMPDIR", args)
+}
+
+// TestRunWaitingForALeaseEndsAtASignal: a run waiting (--wait) for a lease
+// another owner holds ends at SIGTERM with the status a shell shows for
+// it (143), saying what it was waiting for; it does not run CMD.
+func TestRunWaitingForALeaseEndsAtASignal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.state")
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	_, err = db.Lease(t.Context(), "job", "other", time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	statectl := statectlCopy(t)
+	unignoreInChildren(t, syscall.SIGTERM)
+
+	cmd := exec.Command(statectl, "run", path, "--lease", "job", "--wait", "1h", "--", "echo", "ran")
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	var out, errBuf lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errBuf
+	require.NoError(t, cmd.Start())
+	for i := 0; !strings.Contains(errBuf.String(), "waiting up to 1h"); i++ {
+		require.Less(t, i, 2000, "run did not say it waits within 20s: %s", errBuf.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	assert.Equal(t, 128+int(syscall.SIGTERM), cmd.ProcessState.ExitCode(), errBuf.String())
+	assert.Contains(t, errBuf.String(), `terminated while waiting for lease "job"`)
+	assert.Empty(t, out.String(), "CMD did not run")
 }
