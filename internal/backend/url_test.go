@@ -48,6 +48,7 @@ func TestRedactURLHidesEveryFormOfPassword(t *testing.T) {
 		"redis://hunter2@h:1/0":                        "redis://xxxxx@h:1/0",
 		"rediss://u:hun/ter2@h:1/0?prefix=p:":          "rediss://u:xxxxx@h:1/0?prefix=p:",
 		"redis://hun#ter2@h:1":                         "redis://xxxxx@h:1",
+		"redis://u:p@ss@h:1/0":                         "redis://u:xxxxx@h:1/0", // url.Parse ends the user info at the last '@'
 		"redis://h:1/0?client_name=a@b":                "redis://h:1/0?client_name=a@b",
 		"redis://h:1/0?prefix=p&PASSWORD=hunter2&db=0": "redis://h:1/0?prefix=p&PASSWORD=xxxxx&db=0",
 		"redis+cluster://:hunter2@a:1,b:2/?addr=c:3":   "redis+cluster://:xxxxx@a:1,b:2/?addr=c:3",
