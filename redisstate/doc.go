@@ -108,8 +108,11 @@
 // the scripts add int64s as decimal halves and report ErrOverflow exactly
 // at the int64 bounds. Del of several keys and Flush are one script on one
 // server; in a cluster, one script per hash slot, so keys in different
-// slots are not deleted or flushed atomically together. Requires Redis 6.2
-// or later (SET ... PXAT, KEEPTTL).
+// slots are not deleted or flushed atomically together. A flush whose
+// script on one master fails after another's ran answers key by key: the
+// keys of a script that surely did not run are kept for the next flush
+// (state.FlushError's Kept), those of one that may have run are dropped.
+// Requires Redis 6.2 or later (SET ... PXAT, KEEPTTL).
 //
 // Deadlines are absolute times of the Redis server's clock: each script
 // reads TIME and writes now+ttl, so every client agrees whatever its own

@@ -23,7 +23,7 @@ type remoteMethods interface {
 	Renew(ctx context.Context, l *state.Lease, ttl int64) error
 	Release(ctx context.Context, l *state.Lease) error
 	Update(ctx context.Context, fn func(tx any) error) error
-	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped map[string]error, ran bool, err error)
+	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped, kept map[string]error, ran bool, err error)
 	Sweep(ctx context.Context) (int, error)
 	Scan(ctx context.Context, prefix string, includeExpired bool, fn func(state.KeyInfo) error) error
 	Leases(ctx context.Context, includeFree bool, fn func(state.LeaseInfo) error) error

@@ -73,9 +73,10 @@ func TestFlushLeavesNothingHalfDone(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
 	require.NoError(t, s.single.HSet(ctx, s.keyOf("hash"), "f", "v").Err())
-	dropped, ran, err := s.Flush(ctx, []string{"a", "hash", "z"}, map[string]int64{"a": 1, "hash": 2, "z": 3})
+	dropped, kept, ran, err := s.Flush(ctx, []string{"a", "hash", "z"}, map[string]int64{"a": 1, "hash": 2, "z": 3})
 	require.NoError(t, err)
 	assert.True(t, ran)
+	assert.Empty(t, kept)
 	require.Len(t, dropped, 1)
 	assert.ErrorIs(t, dropped["hash"], state.ErrCorrupt)
 	for k, want := range map[string]int64{"a": 1, "z": 3} {
@@ -100,19 +101,19 @@ func TestFlushLeavesNothingHalfDone(t *testing.T) {
 // false.
 func TestFlushSaysItRanWhenItsReplyIsLost(t *testing.T) {
 	s, srv := openStore(t)
-	_, _, err := s.Flush(context.Background(), []string{"n"}, map[string]int64{"n": 1})
+	_, _, _, err := s.Flush(context.Background(), []string{"n"}, map[string]int64{"n": 1})
 	require.NoError(t, err) // a connection in the pool
 
 	srv.Pause() // SIGSTOP: the command is sent, no reply comes
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	_, ran, err := s.Flush(ctx, []string{"n"}, map[string]int64{"n": 1})
+	_, _, ran, err := s.Flush(ctx, []string{"n"}, map[string]int64{"n": 1})
 	cancel()
 	srv.Resume()
 	require.ErrorIs(t, err, state.ErrOutcomeUnknown)
 	assert.True(t, ran, "a lost reply may have been applied: %v", err)
 
 	srv.Kill()
-	_, ran, err = s.Flush(context.Background(), []string{"n"}, map[string]int64{"n": 1})
+	_, _, ran, err = s.Flush(context.Background(), []string{"n"}, map[string]int64{"n": 1})
 	require.Error(t, err)
 	switch {
 	case errors.Is(err, state.ErrUnavailable):

@@ -284,11 +284,16 @@ func (s *store) TTL(ctx context.Context, key string) (time.Duration, error) {
 // refused, the context ended before it was sent, ...). A lost reply
 // (ErrOutcomeUnknown), or any error after a script may have run, says
 // ran: its deltas must not be kept for another flush, which could add
-// them twice. The server time of each script is noted (hooks.NoteNow).
-func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int64) (map[string]error, bool, error) {
-	dropped := map[string]error{}
-	ran := false
-	for _, group := range s.bySlot(keys) {
+// them twice. On a cluster, once a script has run or may have, the flush
+// answers key by key and sends every slot's script: one that fails with
+// an error that means it never ran names its keys in kept, with that
+// error (none of their deltas was applied, so the next flush may send
+// them); one that may have run names its keys in dropped. The server time
+// of each script is noted (hooks.NoteNow).
+func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped, kept map[string]error, ran bool, err error) {
+	dropped, kept = map[string]error{}, map[string]error{}
+	groups := s.bySlot(keys)
+	for _, group := range groups {
 		full := make([]string, len(group))
 		args := make([]any, len(group))
 		for i, k := range group {
@@ -296,13 +301,19 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 		}
 		r, err := s.write(ctx, flushScript, full, args...)
 		if err != nil {
-			if !ran {
-				return nil, mayHaveRun(err), err
+			if !ran && (!mayHaveRun(err) || len(groups) == 1) {
+				return nil, nil, mayHaveRun(err), err
 			}
-			// Other slots were written: these keys' deltas are
-			// reported, not kept, so none is applied twice.
+			// The flush answers key by key: these keys are kept when
+			// their script never ran, else dropped, so none is applied
+			// twice; the other slots' scripts are sent all the same.
+			ran = ran || mayHaveRun(err)
 			for _, k := range group {
-				dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], err)
+				if mayHaveRun(err) {
+					dropped[k] = fmt.Errorf("delta %d dropped: %w", deltas[k], err)
+				} else {
+					kept[k] = fmt.Errorf("delta %d not applied: %w", deltas[k], err)
+				}
 			}
 			continue
 		}
@@ -310,7 +321,7 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 		for i, k := range group {
 			code, err := r.int(i)
 			if err != nil {
-				return dropped, ran, err
+				return dropped, kept, ran, err
 			}
 			switch code {
 			case codeNotInt:
@@ -322,7 +333,7 @@ func (s *store) Flush(ctx context.Context, keys []string, deltas map[string]int6
 			}
 		}
 	}
-	return dropped, ran, nil
+	return dropped, kept, ran, nil
 }
 
 // Sweep returns 0: Redis deletes expired keys itself. It returns the

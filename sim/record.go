@@ -208,7 +208,12 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 			in.NowMillis, fl.claimed = now, true
 		}
 		var fe *state.FlushError
-		if err == nil || errors.As(err, &fe) {
+		if errors.As(err, &fe) && len(fe.Kept) > 0 {
+			// Only a remote store's flush writes some keys and keeps
+			// others: a file's is one transaction.
+			w.violate(CheckEngineError, "p%d: a flush of the file kept some deltas for the next flush and wrote others: %v", p.pid, err)
+		}
+		if err == nil || fe != nil {
 			out := model.Output{Sub: make([]model.Output, len(in.Ops))}
 			for i, sub := range in.Ops {
 				if fe != nil {

@@ -102,17 +102,15 @@ func (b *buffer) isClosed() bool {
 }
 
 // settle ends a flush of the deltas take returned: they are no longer
-// taken, and when restore says so (nothing was written) they go back into
-// the buffer, added to what was buffered meanwhile; IncrBuffered kept each
-// sum inside int64. overwrite is the planted bug FlushLosesConcurrent.
-func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
+// taken, and back, those of them that were not written (all, or a cluster
+// master's keys), go back into the buffer, added to what was buffered
+// meanwhile; IncrBuffered kept each sum inside int64. overwrite is the
+// planted bug FlushLosesConcurrent.
+func (b *buffer) settle(back map[string]int64, overwrite bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.taken = nil
-	if !restore {
-		return
-	}
-	for k, v := range d {
+	for k, v := range back {
 		if overwrite {
 			b.deltas[k] = v
 			continue
@@ -127,8 +125,10 @@ func (b *buffer) settle(d map[string]int64, restore, overwrite bool) {
 // wraps ErrNotInteger or ErrOverflow); the others are written. If the
 // transaction cannot start, run or commit (ErrBusy, ErrDiskFull), nothing is
 // written and the deltas go back into the buffer for the next flush; after
-// an I/O error they are lost with the handle. Flush returns ErrClosed after
-// Close, and once the handle has failed, the error that ended it.
+// an I/O error they are lost with the handle. On a Redis cluster a flush
+// can write some masters' keys and not others': see FlushError. Flush
+// returns ErrClosed after Close, and once the handle has failed, the error
+// that ended it.
 //
 // Flush first waits for a background flush in flight (or until ctx ends),
 // so when it returns nil every increment buffered before the call is
@@ -197,7 +197,15 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		err = db.flush(ctx, d)
 	}
 	restored := restore && err != nil && errors.Is(err, errNotWritten)
-	db.buf.settle(d, restored, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
+	back := map[string]int64(nil)
+	if restored {
+		back = d
+	}
+	var fe *FlushError
+	if !restored && errors.As(err, &fe) && len(fe.Kept) > 0 {
+		back, err = keepOrDrop(d, fe, restore)
+	}
+	db.buf.settle(back, db.cfg.bugs.Has(bugs.FlushLosesConcurrent))
 	if end != nil {
 		end(now, err, restored)
 	}
@@ -205,6 +213,28 @@ func (db *DB) flushTaken(ctx context.Context, d map[string]int64, restore bool) 
 		err = fmt.Errorf("%w; the increments are kept for the next flush", err)
 	}
 	return err
+}
+
+// keepOrDrop settles a flush of d that wrote some keys and not fe.Kept's:
+// when restore says so it returns their deltas, to go back into the buffer,
+// and fe as it is; else (Close's flush, the last) nothing to put back and a
+// FlushError that names them dropped.
+func keepOrDrop(d map[string]int64, fe *FlushError, restore bool) (map[string]int64, error) {
+	if restore {
+		back := make(map[string]int64, len(fe.Kept))
+		for k := range fe.Kept {
+			back[k] = d[k]
+		}
+		return back, fe
+	}
+	dropped := maps.Clone(fe.Dropped)
+	if dropped == nil {
+		dropped = map[string]error{}
+	}
+	for k, kerr := range fe.Kept {
+		dropped[k] = fmt.Errorf("%w; Close cannot keep it for a next flush", kerr)
+	}
+	return nil, &FlushError{Dropped: dropped}
 }
 
 // errNotWritten marks a flush that wrote nothing and may be retried.
@@ -264,34 +294,71 @@ func keyRefused(err error) bool {
 
 // FlushError is the error Flush (and Close) return when some keys' buffered
 // deltas could not be applied: their stored value is bytes (ErrNotInteger)
-// or the sum would overflow (ErrOverflow). The other keys were written. On
-// a Redis cluster a flush writes each master's keys in turn, and when a
-// master fails after another's keys were written, its keys' deltas are
-// dropped too, each with the cause (ErrUnavailable: not applied;
-// ErrOutcomeUnknown: its answer was lost).
+// or the sum would overflow (ErrOverflow). The other keys were written.
+//
+// On a Redis cluster a flush writes each master's keys in turn, so it can
+// fail for some keys after others were written. A master that refused its
+// keys or could not be reached (ErrUnavailable, ErrNotDurable, the context
+// ending before they were sent) applied none of their deltas: those keys
+// are in Kept, and their deltas are back in the buffer for the next flush
+// (Close, which has no next flush, names them in Dropped). A master whose
+// answer was lost (ErrOutcomeUnknown) may have applied them: those keys are
+// in Dropped, and their deltas are not sent again, which could count them
+// twice.
 type FlushError struct {
 	// Dropped maps each key whose delta was dropped to why.
 	Dropped map[string]error
+	// Kept maps each key whose delta was not applied, and went back into
+	// the buffer for the next flush, to why; nil unless a flush to a Redis
+	// cluster wrote some keys and not others.
+	Kept map[string]error
 }
 
-// Error lists the dropped keys in sorted order.
+// Error lists the dropped keys, then the kept ones, each in sorted order.
 func (e *FlushError) Error() string {
 	var b strings.Builder
-	b.WriteString("statekit: flush dropped")
-	for _, k := range slices.Sorted(maps.Keys(e.Dropped)) {
-		fmt.Fprintf(&b, " %q (%v);", k, e.Dropped[k])
+	b.WriteString("statekit: flush")
+	sep := ""
+	for _, part := range []struct {
+		what string
+		keys map[string]error
+	}{{"dropped", e.Dropped}, {"kept for the next flush", e.Kept}} {
+		if len(part.keys) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s", sep, part.what)
+		for i, k := range slices.Sorted(maps.Keys(part.keys)) {
+			if i > 0 {
+				b.WriteString(";")
+			}
+			fmt.Fprintf(&b, " %q (%v)", k, part.keys[k])
+		}
+		sep = ";"
 	}
-	return strings.TrimSuffix(b.String(), ";")
+	return b.String()
 }
 
-// Unwrap returns the per-key errors, so errors.Is finds ErrNotInteger or
-// ErrOverflow.
+// Unwrap returns the per-key errors, dropped then kept, so errors.Is finds
+// ErrNotInteger or ErrOverflow.
 func (e *FlushError) Unwrap() []error {
-	out := make([]error, 0, len(e.Dropped))
-	for _, k := range slices.Sorted(maps.Keys(e.Dropped)) {
-		out = append(out, e.Dropped[k])
+	out := make([]error, 0, len(e.Dropped)+len(e.Kept))
+	for _, m := range []map[string]error{e.Dropped, e.Kept} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, m[k])
+		}
 	}
 	return out
+}
+
+// lostDeltas reports whether err, what a flush of the buffer returned, lost
+// deltas: some were dropped, or may or may not have been written; not when
+// every delta was written or kept for the next flush.
+func lostDeltas(err error) bool {
+	if err == nil || errors.Is(err, errNotWritten) {
+		return false
+	}
+	var fe *FlushError
+	return !errors.As(err, &fe) || len(fe.Dropped) > 0
 }
 
 // notWritten marks err as a flush that wrote nothing, unless err ended the

@@ -168,3 +168,22 @@ func TestIncrBufferedAfterCloseIsErrClosed(t *testing.T) {
 	require.NoError(t, ro.Close())
 	assert.ErrorIs(t, ro.IncrBuffered("n", 1), state.ErrClosed, "a read-only handle, closed")
 }
+
+// TestFlushErrorNamesDroppedThenKept: a FlushError's message lists the
+// dropped keys, then those kept for the next flush, each sorted with its
+// cause, and errors.Is finds every cause.
+func TestFlushErrorNamesDroppedThenKept(t *testing.T) {
+	fe := &state.FlushError{
+		Dropped: map[string]error{"z": state.ErrOverflow, "a": state.ErrNotInteger},
+		Kept:    map[string]error{"k": state.ErrUnavailable},
+	}
+	assert.Equal(t, `statekit: flush dropped "a" (`+state.ErrNotInteger.Error()+`); "z" (`+state.ErrOverflow.Error()+
+		`); kept for the next flush "k" (`+state.ErrUnavailable.Error()+`)`, fe.Error())
+	for _, cause := range []error{state.ErrOverflow, state.ErrNotInteger, state.ErrUnavailable} {
+		assert.ErrorIs(t, fe, cause)
+	}
+	kept := &state.FlushError{Kept: map[string]error{"k": state.ErrUnavailable}}
+	assert.Equal(t, `statekit: flush kept for the next flush "k" (`+state.ErrUnavailable.Error()+`)`, kept.Error())
+	dropped := &state.FlushError{Dropped: map[string]error{"a": state.ErrNotInteger, "b": state.ErrOverflow}}
+	assert.Equal(t, `statekit: flush dropped "a" (`+state.ErrNotInteger.Error()+`); "b" (`+state.ErrOverflow.Error()+`)`, dropped.Error())
+}

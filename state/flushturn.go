@@ -76,15 +76,15 @@ func (db *DB) giveTurn() { <-db.buf.turnChan() }
 
 // backgroundFlush is the background flusher's round: it writes what is
 // buffered unless another flush has the turn (that one takes it), and
-// keeps its error for the next Flush or Close unless the deltas went
-// back into the buffer.
+// keeps its error for the next Flush or Close when it lost deltas (not
+// when they were all written or went back into the buffer).
 func (db *DB) backgroundFlush() {
 	if db.dead.Load() || db.buf.isClosed() || !db.tryTurn() {
 		return
 	}
 	defer db.giveTurn()
 	d := db.buf.take()
-	if err := db.flushTaken(context.Background(), d, true); err != nil && !errors.Is(err, errNotWritten) {
+	if err := db.flushTaken(context.Background(), d, true); lostDeltas(err) {
 		db.buf.keepLost(lostFlushError(d, err))
 	}
 }

@@ -43,11 +43,14 @@ type remote interface {
 	Update(ctx context.Context, fn func(tx any) error) error
 	// Flush adds deltas to the integers at keys (sorted) with IncrBy's
 	// rules and no TTL. dropped names each key whose delta could not be
-	// applied (ErrNotInteger, ErrOverflow); the others are written. ran
-	// is false only when nothing was written, so the deltas may be kept
-	// for the next flush; an error wrapping ErrOutcomeUnknown is taken as
-	// written, whatever ran says, since a retry could count it twice.
-	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped map[string]error, ran bool, err error)
+	// applied (ErrNotInteger, ErrOverflow) or may have been; kept names
+	// each key whose delta surely was not applied while others' were (a
+	// cluster master that refused its keys), which the next flush may
+	// send; the others are written. ran is false only when nothing was
+	// written, so the deltas may be kept for the next flush; an error
+	// wrapping ErrOutcomeUnknown is taken as written, whatever ran says,
+	// since a retry could count it twice.
+	Flush(ctx context.Context, keys []string, deltas map[string]int64) (dropped, kept map[string]error, ran bool, err error)
 	Sweep(ctx context.Context) (int, error)
 	Scan(ctx context.Context, prefix string, includeExpired bool, fn func(KeyInfo) error) error
 	Leases(ctx context.Context, includeFree bool, fn func(LeaseInfo) error) error
@@ -253,11 +256,11 @@ func (db *DB) updateRemote(ctx context.Context, fn func(*Tx) error) error {
 // flushRemote is flush on a remote store.
 func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 	keys := slices.Sorted(maps.Keys(d))
-	var dropped map[string]error
+	var dropped, kept map[string]error
 	ran := false
 	_, err := viaRemote(db, func(r remote) (struct{}, error) {
 		var err error
-		dropped, ran, err = r.Flush(ctx, keys, d)
+		dropped, kept, ran, err = r.Flush(ctx, keys, d)
 		return struct{}{}, err
 	})
 	if err != nil {
@@ -266,10 +269,14 @@ func (db *DB) flushRemote(ctx context.Context, d map[string]int64) error {
 		}
 		return err // applied, or maybe: putting them back could count them twice
 	}
-	if len(dropped) == 0 {
+	if len(dropped) == 0 && len(kept) == 0 {
 		return nil
 	}
-	return &FlushError{Dropped: dropped}
+	fe := &FlushError{Dropped: dropped}
+	if len(kept) > 0 {
+		fe.Kept = kept
+	}
+	return fe
 }
 
 // closeRemote is Close on a remote store: the last flush, then, once the

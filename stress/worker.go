@@ -652,9 +652,10 @@ func grants(in model.Input) bool {
 // Flushes) as a Flush op of the worker's flush client: the background
 // flusher's, a caller's Flush, and Close's. It journals the op as unknown
 // with the deltas the flush took before the flush writes them, and again
-// with its outcome after: written, some keys dropped (per-key errors), or
-// nothing written and the deltas back in the buffer (an op with no
-// increments, which the check leaves out).
+// with its outcome after: written, some keys dropped (per-key errors) or
+// kept for the next flush (left out of the op), or nothing written and
+// the deltas back in the buffer (an op with no increments, which the check
+// leaves out).
 type flushRecorder struct {
 	w   *worker
 	seq atomic.Int64
@@ -691,6 +692,9 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) (claimed func(int64), 
 		case err == nil:
 			op.Unknown, op.Output = false, model.Output{Sub: make([]model.Output, len(op.Input.Ops))}
 		case errors.As(err, &fe):
+			// A Redis cluster's flush may keep some keys' deltas for
+			// the next flush (fe.Kept): this one did not apply them.
+			op.Input.Ops = slices.DeleteFunc(op.Input.Ops, func(sub model.Input) bool { _, kept := fe.Kept[sub.Key]; return kept })
 			op.Unknown, op.Output = false, model.Output{Sub: make([]model.Output, len(op.Input.Ops))}
 			for i, sub := range op.Input.Ops {
 				if kerr, ok := fe.Dropped[sub.Key]; ok {

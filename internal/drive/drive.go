@@ -153,8 +153,8 @@ func runFlush(ctx context.Context, db *state.DB, in model.Input) Result {
 	}
 	err := db.Flush(ctx)
 	var fe *state.FlushError
-	if err != nil && !errors.As(err, &fe) {
-		return Result{Err: err}
+	if err != nil && (!errors.As(err, &fe) || len(fe.Kept) > 0) {
+		return Result{Err: err} // kept deltas are still buffered: no answer of the model's
 	}
 	for i, op := range in.Ops {
 		if fe != nil {

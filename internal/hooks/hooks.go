@@ -89,7 +89,9 @@ type FlushObserver interface {
 	// claims it, so that a flush cut short (a crash, a power loss) is
 	// still known to have run at that time; done is called when the flush
 	// ends, with the engine time it ran at (0 if it never claimed one), its
-	// error, and whether the deltas went back into the buffer.
+	// error, and whether all the deltas went back into the buffer (when
+	// only some did, a remote store's, the error is a *state.FlushError
+	// naming them in Kept).
 	Flushing(deltas map[string]int64) (claimed func(nowMillis int64), done func(nowMillis int64, err error, restored bool))
 }
 
