@@ -3,10 +3,12 @@ package stress
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
 
+	"github.com/statekit/statekit/internal/redistest"
 	"github.com/statekit/statekit/linearizability"
 	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
@@ -22,57 +24,76 @@ import (
 // ran at a time before one an earlier process had used, a process whose
 // engine time ran ahead of its monotonic clock, a damaged row in
 // the file, a buffered increment no flush took, an engine error a worker
-// noted. Linearizability may see some of them too; the check that exists
-// for each must. A stress run with the engine's planted bugs seldom meets
+// noted, a call refused while nothing was down. Linearizability may see some of them too; the check that exists
+// for each must. The same on a Redis run, but for the drift of a process's
+// clock, which a run on the server's clock does not check. A stress run with the engine's planted bugs seldom meets
 // a bug that only one of these sees before another check does, so without
 // this test a check left out of the driver would pass every run.
 func TestCheckRunsEveryCheck(t *testing.T) {
-	for _, c := range []struct {
+	cases := []struct {
 		plant string
 		kind  string // "" for the clean run
+		file  bool   // only a run on a file has this check
 	}{
-		{"", ""},
-		{"counter", KindCounter},
-		{"audit", KindAtomicity},
-		{"token", KindDuplicateToken},
-		{"fence", KindFence},
-		{"clock", KindClock},
-		{"clock drift", KindClock},
-		{"integrity", KindIntegrity},
-		{"buffered", KindBuffered},
-		{"engine error", KindEngineError},
-	} {
-		name := c.plant
-		if name == "" {
-			name = "clean"
-		}
-		t.Run(name, func(t *testing.T) {
-			r := checkHandMadeRun(t, c.plant)
-			if c.kind == "" {
-				assert.Empty(t, r.Violations, "the clean run")
-				assert.Contains(t, r.Linearizability, string(linearizability.Ok), "checked")
-				assert.Positive(t, r.Fenced, "the fenced write was checked")
-				return
+		{"", "", false},
+		{"counter", KindCounter, false},
+		{"audit", KindAtomicity, false},
+		{"token", KindDuplicateToken, false},
+		{"fence", KindFence, false},
+		{"clock", KindClock, false},
+		{"clock drift", KindClock, true},
+		{"integrity", KindIntegrity, false},
+		{"buffered", KindBuffered, false},
+		{"engine error", KindEngineError, false},
+		{"refused while up", KindEngineError, false},
+	}
+	for _, store := range []string{"file", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			var srv *redistest.Server
+			if store == "redis" {
+				srv = redistest.Start(t)
 			}
-			kinds := make([]string, len(r.Violations))
-			for i, v := range r.Violations {
-				kinds[i] = v.Kind
+			for i, c := range cases {
+				if c.file && srv != nil {
+					continue
+				}
+				name := c.plant
+				if name == "" {
+					name = "clean"
+				}
+				t.Run(name, func(t *testing.T) {
+					r := checkHandMadeRun(t, c.plant, srv, fmt.Sprintf("w%d:", i))
+					if c.kind == "" {
+						assert.Empty(t, r.Violations, "the clean run")
+						assert.Contains(t, r.Linearizability, string(linearizability.Ok), "checked")
+						assert.Positive(t, r.Fenced, "the fenced write was checked")
+						return
+					}
+					kinds := make([]string, len(r.Violations))
+					for i, v := range r.Violations {
+						kinds[i] = v.Kind
+					}
+					assert.Contains(t, kinds, c.kind, "%v", r.Violations)
+				})
 			}
-			assert.Contains(t, kinds, c.kind, "%v", r.Violations)
 		})
 	}
 }
 
 // checkHandMadeRun writes a run's record as the workers and the driver
-// would (a state file, the fenced resource, two workers' journals and
-// notes), with plant's inconsistency in it, runs the driver's check, and
-// returns its report.
-func checkHandMadeRun(t *testing.T, plant string) *Report {
+// would (a state file, or keys under prefix on srv, the fenced resource,
+// two workers' journals and notes), with plant's inconsistency in it, runs
+// the driver's check, and returns its report.
+func checkHandMadeRun(t *testing.T, plant string, srv *redistest.Server, prefix string) *Report {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := &driver{cfg: Config{Dir: dir, Log: io.Discard, CheckTimeout: DefaultCheckTimeout},
 		path: filepath.Join(dir, "state.db"), resource: filepath.Join(dir, "resource.db"), report: &Report{}}
+	if srv != nil {
+		d.redis = &redisRun{url: srv.URL(prefix), prefix: prefix}
+		d.path = d.redis.url
+	}
 
 	// Worker c1 (clients 1-3) runs first, worker c4 (clients 4-6) after
 	// it has exited. Times: engine ms 1000+k at CLOCK_MONOTONIC k ms.
@@ -105,11 +126,11 @@ func checkHandMadeRun(t *testing.T, plant string) *Report {
 			Input:  model.Input{Kind: model.Lease, Key: "e0/L0", Owner: "c1b", TTLMillis: 100, NowMillis: 1200},
 			Output: model.Output{Token: 1, ExpiresAt: 1300}})
 	}
-	later := int64(2000)
+	call(1, 4, model.Input{Kind: model.Get, Key: "e0/a", NowMillis: 2000})
 	if plant == "clock" {
-		later = 900 // before times c1 used, though c1 had exited
+		// Its one call at 900, before times c1 used, though c1 had exited.
+		ops[1][0].Input.NowMillis = 900
 	}
-	call(1, 4, model.Input{Kind: model.Get, Key: "e0/a", NowMillis: later})
 	if plant == "clock drift" {
 		// 300 ms of engine time in 10 ms of the process's monotonic clock.
 		ops[1] = append(ops[1], linearizability.Op{Client: 4, Seq: 97, Call: at(2010) + 100, Return: at(2010) + 200,
@@ -132,6 +153,11 @@ func checkHandMadeRun(t *testing.T, plant string) *Report {
 		if i == 0 && plant == "buffered" {
 			require.NoError(t, j.note(note{Kind: noteBuffered, Client: 1, Key: "e0/a", Delta: 3}))
 		}
+		if i == 1 && plant == "refused while up" {
+			// On a file nothing is refused; on Redis no outage explains it.
+			require.NoError(t, j.note(note{Kind: noteRefused, Client: 4, Seq: 51, Op: "set", Err: "connection refused",
+				Call: at(2001), Return: at(2002)}))
+		}
 		if i == 1 && plant == "engine error" {
 			require.NoError(t, j.note(note{Kind: noteError, Client: 4, Seq: 50, Op: "get", Err: "disk I/O error"}))
 		}
@@ -150,7 +176,7 @@ func checkHandMadeRun(t *testing.T, plant string) *Report {
 	require.True(t, accepted)
 	require.NoError(t, res.close())
 
-	// The file as the workers left it.
+	// The store as the workers left it.
 	db, err := state.Open(d.path, state.WithoutBackground())
 	require.NoError(t, err)
 	final := s.KV["e0/n0"].Value.Int
@@ -159,7 +185,11 @@ func checkHandMadeRun(t *testing.T, plant string) *Report {
 	}
 	require.NoError(t, db.Set(ctx, "e0/n0", final))
 	require.NoError(t, db.Close())
-	if plant == "integrity" {
+	switch {
+	case plant == "integrity" && srv != nil:
+		_, err := srv.Command("SET", prefix+"k:e0/c", "i:007") // not the canonical form of 7
+		require.NoError(t, err)
+	case plant == "integrity":
 		raw, err := sql.Open("sqlite", d.path)
 		require.NoError(t, err)
 		_, err = raw.Exec(`INSERT INTO leases(name, owner, token, expires_at) VALUES ('e0/L1', '', 1, 0)`)
