@@ -70,6 +70,11 @@ func TestInEpochSplitsFlushesAndSweeps(t *testing.T) {
 	someLive.Output.N = 1
 	got, _ = inEpoch(someLive, 1)
 	assert.Equal(t, someLive, got, "which keys were live is not known: whole")
+	repeated := linearizability.Op{Client: 2, Input: model.Input{Kind: model.Del, Keys: []string{"e1/a", "e1/a", "e2/b"}},
+		Output: model.Output{N: 2}}
+	got, _ = inEpoch(repeated, 1)
+	assert.Equal(t, []string{"e1/a", "e1/a"}, got.Input.Keys)
+	assert.Equal(t, 1, got.Output.N, "a key named twice counts once")
 
 	sweep := linearizability.Op{Input: model.Input{Kind: model.Sweep}}
 	got, ok = inEpoch(sweep, 9)
@@ -303,4 +308,19 @@ func TestEveryNotedErrorIsAViolation(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"c1 #7 get: disk I/O error", "c1 #8 set: lost", "c2 #9 del: refused"}, details)
+}
+
+// Only a key "e<n>/..." is of an epoch: the workload's keys all are, and a
+// key of no epoch (another program's, a listing's bare prefix) is checked
+// beside every epoch, not taken for one.
+func TestEpochOfKeyReadsOnlyAnEpochsPrefix(t *testing.T) {
+	for key, want := range map[string]int64{"e3/a": 3, "e0/{g}a": 0, "e12/": 12} {
+		e, ok := epochOfKey(key)
+		assert.True(t, ok, key)
+		assert.Equal(t, want, e, key)
+	}
+	for _, key := range []string{"x3/a", "e/a", "e3x/a", "a", "3/a", "E3/a"} {
+		_, ok := epochOfKey(key)
+		assert.False(t, ok, key)
+	}
 }

@@ -38,3 +38,23 @@ func TestBoundByOutageIsTheLastServerTheCommandCouldReach(t *testing.T) {
 	assert.Equal(t, int64(105), r.boundByOutage(50, 105), "a process gone before the kill bounds it")
 	assert.Equal(t, int64(end), (&redisRun{}).boundByOutage(50, end), "no outage: the process's end")
 }
+
+// A refused call or a lost answer is explained by an outage only when the
+// call's span meets it, from the kill's sending to the new server's first
+// answer, both ends included; one a moment outside is reported. A
+// relaunch counts as within an unknown op's span from its call on, and
+// not at the moment its error was heard.
+func TestOutageWindowsEndWhereTheOutageDoes(t *testing.T) {
+	r := &redisRun{outages: []outage{{kill: 100, dead: 110, relaunch: 160, up: 170}}}
+	for _, c := range []struct {
+		call, ret int64
+		want      bool
+	}{
+		{50, 99, false}, {50, 100, true}, {120, 130, true}, {170, 200, true}, {171, 200, false}, {50, 300, true},
+	} {
+		assert.Equal(t, c.want, r.duringOutage(c.call, c.ret), "[%d, %d]", c.call, c.ret)
+	}
+	assert.True(t, r.relaunchedWithin(160, 200), "relaunched at its call")
+	assert.False(t, r.relaunchedWithin(100, 160), "relaunched as its error was heard")
+	assert.False(t, r.relaunchedWithin(161, 200), "relaunched before its call")
+}

@@ -60,3 +60,28 @@ func TestCleanExitWithAnUnansweredOpIsAViolation(t *testing.T) {
 	require.Len(t, r.Violations, 1, "the set's lost answer is noted, and reported from the note: %v", r.Violations)
 	assert.Equal(t, KindBuffered, r.Violations[0].Kind)
 }
+
+// An op a kill cut (begun, never answered) is taken as unknown until its
+// process was seen dead, not later: its effect, if any, came before. One
+// whose worker gave up on it (an error it could not explain, so it has a
+// return) keeps that return.
+func TestCutOpIsBoundedByItsProcesssDeath(t *testing.T) {
+	set := model.Input{Kind: model.Set, Key: "e0/a", Value: model.Int(1), NowMillis: 5}
+	dir := t.TempDir()
+	p := &proc{cfg: workerConfig{Journal: filepath.Join(dir, "j"), Notes: filepath.Join(dir, "n"), Client: 1, Goroutines: 2},
+		killed: true, endNanos: 1000}
+	j, err := openJournal(p.cfg.Journal, p.cfg.Notes)
+	require.NoError(t, err)
+	require.NoError(t, j.op(linearizability.Op{Client: 1, Seq: 1, Call: 30, Unknown: true, Input: set}))
+	require.NoError(t, j.op(linearizability.Op{Client: 2, Seq: 1, Call: 40, Return: 60, Unknown: true, Input: set}))
+	require.NoError(t, j.close())
+	d := &driver{report: &Report{}, procs: []*proc{p}}
+	require.NoError(t, d.readNotes())
+	history, err := d.history()
+	require.NoError(t, err)
+	require.Len(t, history, 2)
+	assert.Equal(t, int64(1000), history[0].Return, "cut by the kill: until the process was seen dead")
+	assert.Equal(t, int64(60), history[1].Return, "given up on: its own return")
+	assert.Equal(t, 1, d.report.Cut)
+	assert.Equal(t, 1, d.report.Failed)
+}
