@@ -16,7 +16,8 @@ var leasesCommand = &command{
 	details: `
 Print the leases held now in FILE, by name, with owner, fencing token and
 time left. --all adds the free ones, expired or released, with their last
-owner and token: the next grant of that name gets the token after it.
+owner and token: the next grant of that name gets the token after it; the
+TTL column of an expired one says how long ago it ran out.
 --json prints one object per lease: {"name", "owner", "token", "status"
 (held, expired or released), "expires", "ttl_ms"}.
 
@@ -76,7 +77,7 @@ func leaseTTL(l state.LeaseInfo) string {
 	case state.LeaseHeld:
 		return dur(l.Left)
 	case state.LeaseExpired:
-		return "expired " + dur(-l.Left) + " ago"
+		return dur(-l.Left) + " ago" // STATUS says expired
 	}
 	return "-"
 }

@@ -80,6 +80,9 @@ func TestDurPrintsLikeGo(t *testing.T) {
 
 func TestSize(t *testing.T) {
 	assert.Equal(t, "512 B", size(512))
+	assert.Equal(t, "1023 B", size(1023))
+	assert.Equal(t, "1.0 KiB", size(1024))
+	assert.Equal(t, "1.0 MiB", size(1024*1024))
 	assert.Equal(t, "24.0 KiB", size(24576))
 	assert.Equal(t, "3.5 MiB", size(3*1024*1024+512*1024))
 }
@@ -124,4 +127,17 @@ func TestTableWithoutRowsPrintsNothing(t *testing.T) {
 	var tty bytes.Buffer
 	require.NoError(t, newTable(&tty, true, "KEY", "VALUE").flush())
 	assert.Empty(t, tty.String())
+}
+
+// TestHighWaterSaysWhereTheWallClockIs: info's high-water mark line says
+// whether the wall clock is behind the mark, ahead of it or at it, and
+// "none yet" for a file no writer has marked.
+func TestHighWaterSaysWhereTheWallClockIs(t *testing.T) {
+	mark := time.Date(2026, 11, 30, 1, 18, 12, 574_000_000, time.UTC)
+	assert.Equal(t, "2026-11-30T01:18:12.574Z (400ms ahead of the wall clock)",
+		highWater(state.Stats{HighWater: mark, Wall: mark.Add(-400 * time.Millisecond)}))
+	assert.Equal(t, "2026-11-30T01:18:12.574Z (2.5s behind the wall clock)",
+		highWater(state.Stats{HighWater: mark, Wall: mark.Add(2500 * time.Millisecond)}))
+	assert.Equal(t, "2026-11-30T01:18:12.574Z (at the wall clock)", highWater(state.Stats{HighWater: mark, Wall: mark}))
+	assert.Equal(t, "none yet", highWater(state.Stats{HighWater: time.UnixMilli(0), Wall: mark}))
 }
