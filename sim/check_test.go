@@ -114,19 +114,56 @@ func TestClockCheckForgetsWhatALossTookBackFromAnOpenUnderWay(t *testing.T) {
 	w.clock.done(wall+1_000, 1, 2, true)  // durable
 	w.clock.done(wall+5_000, 3, 4, false) // not durable
 	w.clock.attempted = wall + 5_000
-	start := w.clock.opening() // an open begins
-	w.clock.powerLost()        // a dropped sync, while it runs
+	start := w.clock.opening(0) // an open begins
+	w.clock.powerLost()         // a dropped sync, while it runs
 	clock := w.readClock()
-	w.clock.opened(w, p, wall+1_000, clock, w.clock.completedBefore(start))
+	w.clock.opened(w, p, wall+1_000, clock, w.clock.completedBefore(start, 0))
 	assert.Empty(t, w.violations, "the loss took back the mark of the time 5,000 ms ahead")
-	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(start))
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(start, 0))
 	assert.Equal(t, []string{CheckClock}, failed(w), "what the FULL commit covered stays")
 
 	w.violations = nil
 	w.clock.done(wall+7_000, 5, 6, false) // completed after the loss
-	start = w.clock.opening()
-	w.clock.opened(w, p, wall+6_999, clock, w.clock.completedBefore(start))
+	start = w.clock.opening(0)
+	w.clock.opened(w, p, wall+6_999, clock, w.clock.completedBefore(start, 0))
 	assert.Equal(t, []string{CheckClock}, failed(w), "an open with no loss while it ran forgets nothing")
+}
+
+// An open that ran while writes a failed sync dropped were not yet found
+// (from the drop to a handle's finding them, when it marks the shared
+// index) may read, through the index every connection still trusts, what
+// the failure took back, older than any durable commit: it has no bound.
+// An open wholly before or after that span has; so has one after a power
+// loss ended it.
+func TestClockCheckLetsAnOpenBesideAnUnmarkedLossReadOldMarks(t *testing.T) {
+	w := quietWorld(t)
+	p := w.procs[0]
+	wall := w.wallMillis()
+	w.clock.done(wall+1_000, 1, 2, true) // durable
+	clock := w.readClock()
+	before := w.clock.opening(5)
+	beside := w.clock.opening(10)
+	w.clock.dropped(12)
+	w.clock.opened(w, p, wall, clock, w.clock.completedBefore(beside, 14))
+	assert.Empty(t, w.violations, "it read while the loss was unmarked")
+	w.clock.dropped(14) // another before the mark: the same span
+	w.clock.marked(15)
+	w.clock.opened(w, p, wall, clock, w.clock.completedBefore(beside, 16))
+	assert.Empty(t, w.violations, "it began before the mark")
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(before, 11))
+	assert.Equal(t, []string{CheckClock}, failed(w), "an open that ended before the drop is bound")
+
+	w.violations = nil
+	after := w.clock.opening(20)
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(after, 22))
+	assert.Equal(t, []string{CheckClock}, failed(w), "an open after the mark is bound")
+
+	w.violations = nil
+	w.clock.dropped(30)
+	w.clock.marked(31) // a power loss, say
+	late := w.clock.opening(40)
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(late, 41))
+	assert.Equal(t, []string{CheckClock}, failed(w), "so is one after a later span ended")
 }
 
 func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {

@@ -18,29 +18,68 @@ type clockCheck struct {
 	durable   int64      // the latest engine time a durable (FULL) commit covers
 	recent    []doneCall // completed calls a later FULL commit may not cover yet
 	lost      []int64    // durable at each power loss (or dropped sync) so far, in order
+	// unmarked are the spans of events from a failed sync that dropped
+	// writes to a handle's finding them, when it marks the shared index
+	// for rebuilding; the last one's end is math.MaxInt64 while none has.
+	unmarked []span
 }
 
+// span is a stretch of events, both ends included.
+type span struct{ from, to int64 }
+
 // openStart is what the clock check knew when an open began: the latest
-// time completed calls had used, and how many losses had happened.
+// time completed calls had used, how many losses had happened, and the
+// event it began after.
 type openStart struct {
 	completed int64
 	losses    int
+	at        int64
 }
 
-// opening returns what an open beginning now must start at or after.
-func (c *clockCheck) opening() openStart { return openStart{c.completed, len(c.lost)} }
+// opening returns what an open beginning after event at must start at or
+// after.
+func (c *clockCheck) opening(at int64) openStart { return openStart{c.completed, len(c.lost), at} }
 
 // completedBefore is the latest time calls completed before the open that
-// began at s had used, less what a loss since took back: a failed sync
-// that dropped the WAL's writes (as reported of XFS) leaves an open under way
-// running, and the open then reads the file as the loss left it, as an
-// open after a power loss does. What the first such loss took back is
-// forgotten for it, as powerLost forgets it for every later open.
-func (c *clockCheck) completedBefore(s openStart) int64 {
+// began at s, and read the mark by event now, had used, less what a loss
+// since took back: a failed sync that dropped the WAL's writes (as
+// reported of XFS) leaves an open under way running, and the open then
+// reads the file as the loss left it, as an open after a power loss does.
+// What the first such loss took back is forgotten for it, as powerLost
+// forgets it for every later open. An open that ran while a failed sync's
+// dropped writes were unmarked has no bound: every connection trusts the
+// shared index until the failing handle marks it, and reads through it
+// what the failure took back, frames of a WAL since started over or pages
+// a checkpoint had copied, older than any durable commit (CORRECTNESS.md:
+// the window before the mark is not promised). math.MinInt64 says so.
+func (c *clockCheck) completedBefore(s openStart, now int64) int64 {
+	for _, u := range c.unmarked {
+		if u.from <= now && s.at <= u.to {
+			return math.MinInt64
+		}
+	}
 	if len(c.lost) == s.losses {
 		return s.completed
 	}
 	return min(s.completed, c.lost[s.losses])
+}
+
+// dropped notes a failed sync that dropped writes at event at: reads may
+// see what it took back until a handle marks the index (marked).
+func (c *clockCheck) dropped(at int64) {
+	if n := len(c.unmarked); n > 0 && c.unmarked[n-1].to == math.MaxInt64 {
+		return // still unmarked since an earlier one
+	}
+	c.unmarked = append(c.unmarked, span{at, math.MaxInt64})
+}
+
+// marked notes that, at event at, a handle found what failed syncs took
+// back and marked the shared index for rebuilding, or a power loss ended
+// every reader of the old index.
+func (c *clockCheck) marked(at int64) {
+	if n := len(c.unmarked); n > 0 && c.unmarked[n-1].to == math.MaxInt64 {
+		c.unmarked[n-1].to = at
+	}
 }
 
 // doneCall is a call that completed: its engine time, and when it returned
@@ -155,7 +194,7 @@ func (c *clockCheck) opened(w *world, p *process, now int64, clock *procClock, c
 	base := now - (w.trueMillis - clock.wallReadTrue) // the engine's time when it read the clock
 	lead := state.HighWaterLead.Milliseconds()
 	switch {
-	case base < completed:
+	case completed != math.MinInt64 && base < completed:
 		w.violate(CheckClock, "p%d opened at engine time %d, %dms before time %d that completed calls had used (wall %d): "+
 			"time went back across a restart, the high-water mark was not honoured", p.pid, base, completed-base, completed, wall)
 	case base < wall:

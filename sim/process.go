@@ -216,6 +216,7 @@ func (w *world) lossFound(p *process, what string) {
 		return // the power is going: a read may see what it took back
 	}
 	w.logf("p%d found writes a failed sync took back: %s", p.pid, what)
+	w.clock.marked(w.events) // it marks the index for rebuilding next
 	if !w.cfg.DropFailedSyncs {
 		w.violate(CheckEngineError, "p%d found writes a failed sync took back (%s), but the disk keeps a failed sync's writes readable", p.pid, what)
 	}
@@ -229,7 +230,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	}
 	before := w.mark()
 	p.injected, p.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
-	start := w.clock.opening()
+	start := w.clock.opening(w.events)
 	clock := &procClock{w: w, startTrue: w.trueMillis}
 	schemaSeen, errorsBefore := w.schemaSeen, w.errorCount()
 	if !p.readOnly && w.rollbackMode {
@@ -268,7 +269,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	}
 	now := db.Now().UnixMilli()
 	p.offset = now - w.trueMillis
-	w.clock.opened(w, p, now, clock, w.clock.completedBefore(start))
+	w.clock.opened(w, p, now, clock, w.clock.completedBefore(start, w.events))
 	w.clock.started(w, p, now)
 	p.buffered = map[string]int64{}
 	p.clients = p.clients[:0]
@@ -467,7 +468,11 @@ func (w *world) powerLoss(mode faults.LossMode) {
 // holds: no commit may be lost with them. Called inside the disk's Sync
 // (faults.MemFS.SetOnDroppedSync): it touches no disk.
 func (w *world) droppedSync(pid int, name string) {
-	if w.tearing || !strings.HasSuffix(name, "-wal") {
+	if w.tearing {
+		return
+	}
+	w.clock.dropped(w.events) // the WAL's frames or a checkpoint's pages
+	if !strings.HasSuffix(name, "-wal") {
 		return
 	}
 	w.lastDrop = w.tick()
@@ -495,6 +500,7 @@ func (w *world) afterCut(explicit bool) {
 	}
 	w.logf("power loss")
 	w.clock.powerLost()
+	w.clock.marked(w.events) // no reader of the old index is left
 	w.needCheck = true
 	w.advance(1 + w.rngLife.Int64N(5000))
 	if w.rngLife.IntN(4) == 0 {

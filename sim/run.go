@@ -329,7 +329,7 @@ func (w *world) verify() {
 	w.sched.spawn(kindTask, "verifier", v, w.newClient(), func(t *thread) {
 		before := w.mark()
 		v.injected, v.noSpace = before.stats.InjectedErrors, before.stats.NoSpaceErrors
-		start := w.clock.opening()
+		start := w.clock.opening(w.events)
 		clock := &procClock{w: w, startTrue: w.trueMillis}
 		db, err := state.Open(dbPath, w.engineOptions(v, w.m.Process(v.pid), clock)...)
 		w.stats.Opens++
@@ -340,7 +340,7 @@ func (w *world) verify() {
 		v.db = db
 		now := db.Now().UnixMilli()
 		v.offset = now - w.trueMillis
-		w.clock.opened(w, v, now, clock, w.clock.completedBefore(start))
+		w.clock.opened(w, v, now, clock, w.clock.completedBefore(start, w.events))
 		w.clock.started(w, v, now)
 		v.buffered = map[string]int64{}
 		if !w.integrity(t, v) || w.needCheck {
