@@ -134,7 +134,7 @@ func TestClockCheckForgetsWhatALossTookBackFromAnOpenUnderWay(t *testing.T) {
 // index) may read, through the index every connection still trusts, what
 // the failure took back, older than any durable commit: it has no bound.
 // An open wholly before or after that span has; so has one after a power
-// loss ended it.
+// loss, or the end of the process whose sync failed, ended it.
 func TestClockCheckLetsAnOpenBesideAnUnmarkedLossReadOldMarks(t *testing.T) {
 	w := quietWorld(t)
 	p := w.procs[0]
@@ -143,10 +143,10 @@ func TestClockCheckLetsAnOpenBesideAnUnmarkedLossReadOldMarks(t *testing.T) {
 	clock := w.readClock()
 	before := w.clock.opening(5)
 	beside := w.clock.opening(10)
-	w.clock.dropped(12)
+	w.clock.dropped(12, 1)
 	w.clock.opened(w, p, wall, clock, w.clock.completedBefore(beside, 14))
 	assert.Empty(t, w.violations, "it read while the loss was unmarked")
-	w.clock.dropped(14) // another before the mark: the same span
+	w.clock.dropped(14, 1) // another before the mark: the same span
 	w.clock.marked(15)
 	w.clock.opened(w, p, wall, clock, w.clock.completedBefore(beside, 16))
 	assert.Empty(t, w.violations, "it began before the mark")
@@ -159,11 +159,24 @@ func TestClockCheckLetsAnOpenBesideAnUnmarkedLossReadOldMarks(t *testing.T) {
 	assert.Equal(t, []string{CheckClock}, failed(w), "an open after the mark is bound")
 
 	w.violations = nil
-	w.clock.dropped(30)
+	w.clock.dropped(30, 1)
 	w.clock.marked(31) // a power loss, say
 	late := w.clock.opening(40)
 	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(late, 41))
 	assert.Equal(t, []string{CheckClock}, failed(w), "so is one after a later span ended")
+
+	// The process whose sync failed looked, and marked the index if it
+	// lost anything, before the call that met the failure returned: its
+	// end ends the span, another's does not.
+	w.violations = nil
+	w.clock.dropped(50, 3)
+	w.clock.ended(51, 2)
+	assert.True(t, w.clock.unmarkedNow(), "another process's end")
+	w.clock.ended(52, 3)
+	assert.False(t, w.clock.unmarkedNow())
+	last := w.clock.opening(53)
+	w.clock.opened(w, p, wall+999, clock, w.clock.completedBefore(last, 54))
+	assert.Equal(t, []string{CheckClock}, failed(w), "an open after the failing process ended is bound")
 }
 
 func TestClockCheckDurableCoversOnlyWhatReturnedBefore(t *testing.T) {

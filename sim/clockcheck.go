@@ -20,12 +20,17 @@ type clockCheck struct {
 	lost      []int64    // durable at each power loss (or dropped sync) so far, in order
 	// unmarked are the spans of events from a failed sync that dropped
 	// writes to a handle's finding them, when it marks the shared index
-	// for rebuilding; the last one's end is math.MaxInt64 while none has.
+	// for rebuilding, or to the end of the process whose sync failed (it
+	// looks before its failing call returns); the last one's end is
+	// math.MaxInt64 while neither has come.
 	unmarked []span
 }
 
-// span is a stretch of events, both ends included.
-type span struct{ from, to int64 }
+// span is a stretch of events, both ends included, opened by process pid.
+type span struct {
+	from, to int64
+	pid      int
+}
 
 // openStart is what the clock check knew when an open began: the latest
 // time completed calls had used, how many losses had happened, and the
@@ -64,13 +69,30 @@ func (c *clockCheck) completedBefore(s openStart, now int64) int64 {
 	return min(s.completed, c.lost[s.losses])
 }
 
-// dropped notes a failed sync that dropped writes at event at: reads may
-// see what it took back until a handle marks the index (marked).
-func (c *clockCheck) dropped(at int64) {
-	if n := len(c.unmarked); n > 0 && c.unmarked[n-1].to == math.MaxInt64 {
+// dropped notes a failed sync of process pid that dropped writes at event
+// at: reads may see what it took back until a handle marks the index
+// (marked) or pid ends (ended).
+func (c *clockCheck) dropped(at int64, pid int) {
+	if c.unmarkedNow() {
 		return // still unmarked since an earlier one
 	}
-	c.unmarked = append(c.unmarked, span{at, math.MaxInt64})
+	c.unmarked = append(c.unmarked, span{at, math.MaxInt64, pid})
+}
+
+// ended notes that process pid stopped or died at event at: a failed sync
+// of its own was looked at, and the index marked if anything was lost,
+// before the call that met it returned.
+func (c *clockCheck) ended(at int64, pid int) {
+	if n := len(c.unmarked); n > 0 && c.unmarked[n-1].to == math.MaxInt64 && c.unmarked[n-1].pid == pid {
+		c.unmarked[n-1].to = at
+	}
+}
+
+// unmarkedNow reports whether writes a failed sync dropped are still not
+// found: reads now may see what it took back.
+func (c *clockCheck) unmarkedNow() bool {
+	n := len(c.unmarked)
+	return n > 0 && c.unmarked[n-1].to == math.MaxInt64
 }
 
 // marked notes that, at event at, a handle found what failed syncs took

@@ -339,6 +339,7 @@ func (w *world) stopOn(t *thread, p *process, why string) {
 		return
 	}
 	w.logf("p%d killed: %s", p.pid, why)
+	w.clock.ended(w.events, p.pid)
 	w.needCheck = true
 	w.afterFailedSync()
 	w.stop(p, false)
@@ -418,6 +419,7 @@ func (w *world) clientsLive(p *process) bool {
 // where they stand (what they had in flight is of unknown outcome), its
 // buffered increments are lost, and its handle is left to the teardown.
 func (w *world) die(p *process) {
+	w.clock.ended(w.events, p.pid)
 	w.sched.freeze(p)
 	if p.db != nil {
 		w.counter.lostBuffered(p.buffered)
@@ -471,7 +473,7 @@ func (w *world) droppedSync(pid int, name string) {
 	if w.tearing {
 		return
 	}
-	w.clock.dropped(w.events) // the WAL's frames or a checkpoint's pages
+	w.clock.dropped(w.events, pid) // the WAL's frames or a checkpoint's pages
 	if !strings.HasSuffix(name, "-wal") {
 		return
 	}
