@@ -141,6 +141,46 @@ func TestWaitersLookTwicePerTTL(t *testing.T) {
 	}
 }
 
+// TestWaitersNeverPauseFurtherThanTheyMustWait: a waiter's pause ends no
+// later than the holder's lease does, nor later than its own max wait, on
+// the engine's clock: with pauses of 1, 2 and 4 ms behind it and 3 ms left
+// of either, the next pause is 3 ms, not the 8 of the doubling schedule.
+// The lease running out lets the waiter take it and compute; the max wait
+// running out ends it with ErrWaitTimeout, having waited exactly it.
+func TestWaitersNeverPauseFurtherThanTheyMustWait(t *testing.T) {
+	ms := time.Millisecond
+	for name, c := range map[string]struct {
+		lease, maxWait time.Duration
+		err            error
+	}{
+		"the lease ends": {10 * ms, time.Minute, nil},
+		"the wait ends":  {time.Hour, 10 * ms, cache.ErrWaitTimeout},
+	} {
+		db, clock := openDB(t)
+		ctx := capped(t)
+		_, err := db.Lease(ctx, cache.LeasePrefix+"k", "another caller", c.lease)
+		require.NoError(t, err, name)
+		var pauses []time.Duration
+		h := &recipehooks.Hooks{Sleep: func(ctx context.Context, d time.Duration) error {
+			pauses = append(pauses, d)
+			clock.Advance(d)
+			return ctx.Err()
+		}}
+		calls := new(atomic.Int64)
+		v, err := cache.GetOrCompute(recipehooks.With(ctx, h), db, "k", time.Hour, counting(calls, "x"),
+			cache.WithMaxWait(c.maxWait), cache.WithPoll(time.Second))
+		assert.Equal(t, []time.Duration{ms, 2 * ms, 4 * ms, 3 * ms}, pauses, name)
+		if c.err != nil {
+			assert.ErrorIs(t, err, c.err, name)
+			assert.Zero(t, calls.Load(), name)
+			continue
+		}
+		require.NoError(t, err, name)
+		assert.Equal(t, "x", string(v), name)
+		assert.EqualValues(t, 1, calls.Load(), name)
+	}
+}
+
 // TestWaitersNeverPauseLongerThanThePoll: WithPoll is the longest pause
 // between two looks, the first one included, even below the first pause's
 // usual 1 ms.
@@ -345,15 +385,53 @@ func TestFailedComputationReleasesTheLease(t *testing.T) {
 		return make([]byte, state.MaxValueBytes+1), nil
 	})
 	assert.ErrorIs(t, err, state.ErrInvalidValue)
+	assert.ErrorContains(t, err, fmt.Sprintf(`cache "big": %v: fn returned %d bytes`, state.ErrInvalidValue, state.MaxValueBytes+1))
 	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "big").Status)
+
+	// A computation the caller's context ended: the lease is released all
+	// the same, with a context of its own.
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = cache.GetOrCompute(cctx, db, "gone", time.Hour, func(ctx context.Context) ([]byte, error) {
+		cancel()
+		return nil, ctx.Err()
+	})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, state.LeaseReleased, leaseOf(t, db, "gone").Status)
 
 	// The clock never moved: without the releases these would wait.
 	var calls atomic.Int64
-	for _, k := range []string{"k", "p", "big"} {
+	for _, k := range []string{"k", "p", "big", "gone"} {
 		v, err := cache.GetOrCompute(ctx, db, k, time.Hour, counting(&calls, "ok"), cache.WithMaxWait(0))
 		require.NoError(t, err, k)
 		assert.Equal(t, "ok", string(v))
 	}
+}
+
+// TestReadOnlyHandleServesHitsAndRefusesMisses: on a handle opened
+// read-only (WithReadOnly), a cached value is served; a miss cannot take
+// the fill's lease, so it fails with ErrReadOnly, naming the key, and
+// computes nothing.
+func TestReadOnlyHandleServesHitsAndRefusesMisses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.state")
+	ctx := capped(t)
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	_, err = cache.GetOrCompute(ctx, db, "hit", time.Hour, counting(new(atomic.Int64), "cached"))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	ro, err := state.Open(path, state.WithReadOnly())
+	require.NoError(t, err)
+	defer ro.Close()
+	calls := new(atomic.Int64)
+	v, err := cache.GetOrCompute(ctx, ro, "hit", time.Hour, counting(calls, "x"))
+	require.NoError(t, err)
+	assert.Equal(t, "cached", string(v))
+	v, err = cache.GetOrCompute(ctx, ro, "miss", time.Hour, counting(calls, "x"))
+	assert.ErrorIs(t, err, state.ErrReadOnly)
+	assert.True(t, strings.HasPrefix(err.Error(), `cache "miss": `), "%v", err)
+	assert.Nil(t, v)
+	assert.Zero(t, calls.Load(), "nothing computed")
 }
 
 func TestBadArguments(t *testing.T) {
@@ -374,18 +452,19 @@ func TestBadArguments(t *testing.T) {
 		{"nil option", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, nil) }, "nil Option"},
 		{"zero lease", func() ([]byte, error) {
 			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithLease(0))
-		}, "lease 0s"},
+		}, `key "k": cache: invalid argument: lease 0s`},
 		{"negative wait", func() ([]byte, error) {
 			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithMaxWait(-1))
-		}, "max wait -1ns"},
+		}, `key "k": cache: invalid argument: max wait -1ns`},
 		{"zero poll", func() ([]byte, error) {
 			return cache.GetOrCompute(ctx, db, "k", time.Minute, fn, cache.WithPoll(0))
-		}, "poll 0s"},
+		}, `key "k": cache: invalid argument: poll 0s`},
 		{"key too long for its lease", func() ([]byte, error) {
 			return cache.GetOrCompute(ctx, db, strings.Repeat("k", cache.MaxKeyBytes+1), time.Minute, fn)
 		}, "over the cache's 1018"},
 		{"key not UTF-8", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k\xff", time.Minute, fn) }, "not valid UTF-8"},
 		{"key with NUL", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "k\x00", time.Minute, fn) }, "NUL"},
+		{"key starting with NUL", func() ([]byte, error) { return cache.GetOrCompute(ctx, db, "\x00k", time.Minute, fn) }, "NUL"},
 	} {
 		v, err := c.call()
 		assert.ErrorIs(t, err, cache.ErrInvalidArgument, c.name)

@@ -149,10 +149,10 @@ func (f *FixedWindow) inTx(ctx context.Context, key string, n int64, twoSteps bo
 // decision is the answer for a window whose count is count (after the
 // request if allowed), left before it ends.
 func (f *FixedWindow) decision(count int64, allowed bool, left int64) Decision {
-	d := Decision{Allowed: allowed, Limit: f.limit, Remaining: max(0, f.limit-count)}
-	if count > 0 {
-		d.Reset = time.Duration(left)
-	}
+	// count is at least 1: an allowed request counted itself, and a
+	// refused one found no room for n <= limit. So the quota is whole
+	// again when the window ends.
+	d := Decision{Allowed: allowed, Limit: f.limit, Remaining: max(0, f.limit-count), Reset: time.Duration(left)}
 	if !allowed || d.Remaining == 0 {
 		d.RetryAfter = time.Duration(left) // a new window starts empty, and n <= limit
 	}

@@ -39,6 +39,11 @@ func TestForeignStateErrorIsShort(t *testing.T) {
 	require.ErrorIs(t, err, ratelimit.ErrBadState)
 	assert.Contains(t, err.Error(), fmt.Sprintf("%d bytes", state.MaxValueBytes), "says how much it holds")
 	assert.False(t, d.Allowed)
+	// What it holds is quoted by its first 32 bytes, however short the rest.
+	require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", strings.Repeat("y", 33)))
+	_, err = limiters(t, db, 5, time.Minute)["bucket"].Allow(ctx, "k")
+	require.ErrorIs(t, err, ratelimit.ErrBadState)
+	assert.Contains(t, err.Error(), `33 bytes "`+strings.Repeat("y", 32)+`..."`)
 }
 
 // TestTokenBucketForeignFutureIsAnError: a bucket's key holding a time far
@@ -52,24 +57,48 @@ func TestForeignStateErrorIsShort(t *testing.T) {
 func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
 	ctx := t.Context()
 	far := t0.Add(time.Hour).UnixNano()
-	for name, set := range map[string][]state.WriteOption{
-		"no deadline":            nil,
-		"a deadline before it":   {state.TTL(time.Minute)},
-		"the largest, no expiry": nil,
+	for name, c := range map[string]struct {
+		set  []state.WriteOption
+		says string
+	}{
+		"no deadline":            {nil, "with no deadline"},
+		"a deadline before it":   {[]state.WriteOption{state.TTL(time.Minute)}, "ahead, with a deadline "},
+		"a deadline 2ms short":   {[]state.WriteOption{state.TTL(time.Hour - 2*time.Millisecond)}, "ahead, with a deadline "},
+		"the largest, no expiry": {nil, "with no deadline"},
 	} {
 		db, clock := openDB(t)
 		v := far
 		if name == "the largest, no expiry" {
 			v = math.MaxInt64
 		}
-		require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", v, set...))
+		require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", v, c.set...))
 		l := limiters(t, db, 5, time.Minute)["bucket"]
 		for range 2 {
 			d, err := l.Allow(ctx, "k")
 			assert.ErrorIs(t, err, ratelimit.ErrBadState, name)
+			assert.ErrorContains(t, err, c.says, name)
 			assert.False(t, d.Allowed, name)
 			clock.Advance(12 * time.Second) // a token's time
 		}
+	}
+	// A deadline read in whole milliseconds may fall a millisecond short of
+	// the time it was written a capacity past: such a row is a bucket's,
+	// empty, and so is one a millisecond more than a capacity ahead.
+	for name, c := range map[string]struct {
+		tat int64
+		set []state.WriteOption
+	}{
+		"a deadline 1ms short":      {far, []state.WriteOption{state.TTL(time.Hour - time.Millisecond)}},
+		"1ms past a capacity ahead": {t0.Add(time.Minute + time.Millisecond).UnixNano(), nil},
+	} {
+		db, _ := openDB(t)
+		if c.set == nil {
+			c.set = []state.WriteOption{state.TTL(2 * time.Minute)}
+		}
+		require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", c.tat, c.set...))
+		d, err := limiters(t, db, 5, time.Minute)["bucket"].Allow(ctx, "k")
+		require.NoError(t, err, name)
+		check(t, d, 5, want{false, 0, 12 * time.Second, time.Minute}, name)
 	}
 
 	// Rows a bucket wrote: by a process whose engine time is ahead, and by

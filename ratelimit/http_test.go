@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -78,6 +79,29 @@ func TestMiddlewareRetryAfterIsAtLeastASecond(t *testing.T) {
 	assert.Equal(t, [4]string{"100", "0", "1", "1"}, fields(rec), "10ms rounds up to 1s, never 0")
 	clock.Advance(10 * time.Millisecond)
 	assert.Equal(t, http.StatusNotFound, serve(h, "c").Code)
+}
+
+// refuser is a Limiter of the caller's own that refuses every request
+// without saying when to retry.
+type refuser struct{}
+
+func (refuser) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	return refuser{}.AllowN(ctx, key, 1)
+}
+
+func (refuser) AllowN(context.Context, string, int64) (ratelimit.Decision, error) {
+	return ratelimit.Decision{Limit: 1}, nil
+}
+
+// TestMiddlewareRetryAfterIsAtLeastASecondFromAnyLimiter: a Limiter of the
+// caller's own that refuses with no RetryAfter still gets a Retry-After of
+// a second, never 0, which a client would retry at once, forever.
+func TestMiddlewareRetryAfterIsAtLeastASecondFromAnyLimiter(t *testing.T) {
+	h, err := ratelimit.NewMiddleware(refuser{}, byClient, http.NotFoundHandler())
+	require.NoError(t, err)
+	rec := serve(h, "c")
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, [4]string{"1", "0", "1", "1"}, fields(rec))
 }
 
 func TestMiddlewareFailsClosed(t *testing.T) {

@@ -344,6 +344,13 @@ func TestBadRequestIsAnErrorAndWritesNothing(t *testing.T) {
 			d, err := l.AllowN(t.Context(), c.key, c.n)
 			assert.ErrorIs(t, err, ratelimit.ErrInvalidRequest, "%s %q %d", name, c.key, c.n)
 			assert.ErrorContains(t, err, c.cause, "%s", name)
+			if c.key != "" {
+				bound := map[string]string{"bucket": "(the bucket's burst)"}[name]
+				if bound == "" {
+					bound = "(the limit)"
+				}
+				assert.ErrorContains(t, err, bound, "%s: names what bounds n", name)
+			}
 			assert.False(t, d.Allowed, "%s: an error never allows", name)
 		}
 		_, err := l.Allow(t.Context(), "")
@@ -376,6 +383,17 @@ func TestForeignStateIsAnError(t *testing.T) {
 		assert.ErrorIs(t, err, ratelimit.ErrBadState, "fixed window over %v", v)
 		assert.False(t, d.Allowed, "fixed window over %v", v)
 	}
+	// A count or a time below zero, which no decision writes, read inside
+	// an Update: a window would take it for room it never had.
+	for _, k := range []string{"ratelimit:bucket:k", "ratelimit:sliding:k:" + idx, "ratelimit:fixed:k:" + idx} {
+		require.NoError(t, db.Set(ctx, k, -5))
+	}
+	for name, l := range limiters(t, db, 5, time.Minute) {
+		d, err := l.AllowN(ctx, "k", 2)
+		assert.ErrorIs(t, err, ratelimit.ErrBadState, "%s over -5", name)
+		assert.ErrorContains(t, err, "holds -5", name)
+		assert.False(t, d.Allowed, "%s over -5", name)
+	}
 }
 
 func TestKeysTheEngineWouldRefuseAreBadRequests(t *testing.T) {
@@ -388,12 +406,17 @@ func TestKeysTheEngineWouldRefuseAreBadRequests(t *testing.T) {
 			{strings.Repeat("k", state.MaxKeyBytes), "over the"},
 			{"bad\xff", "not valid UTF-8"},
 			{"nul\x00", "NUL"},
+			{"\x00nul", "NUL"},
 		} {
 			d, err := l.Allow(t.Context(), c.key)
 			assert.ErrorIs(t, err, ratelimit.ErrInvalidRequest, "%s %q", name, c.key)
 			assert.ErrorContains(t, err, c.cause, "%s", name)
 			assert.False(t, d.Allowed, name)
 		}
+		// A key too long is quoted by its first 32 bytes, not whole.
+		_, err := l.Allow(t.Context(), strings.Repeat("k", state.MaxKeyBytes))
+		assert.ErrorContains(t, err, `"`+strings.Repeat("k", 32)+`..."`, name)
+		assert.Less(t, len(err.Error()), 400, "%s: %.300s", name, err)
 	}
 	// The longest key a limiter takes is one the engine takes too, and it
 	// is the documented one: the engine's 1,024 bytes less the limiter's
