@@ -29,7 +29,7 @@ func openRead(path string) (*state.DB, error) {
 		return nil, err
 	}
 	for try := 1; ; try++ {
-		if !hasLiveWAL(path) && !hasJournal(path) {
+		if !hasJournal(path) {
 			snap, err := openSnapshot(path)
 			switch {
 			case errors.Is(err, errChanged) && try < copyTries:
@@ -37,7 +37,7 @@ func openRead(path string) (*state.DB, error) {
 				// place beside the -wal it made.
 				continue
 			case errors.Is(err, errNoSnapshot):
-				// A writer made a -wal since: read in place.
+				// A -wal is there: a writer may have the file open.
 			case err != nil:
 				return nil, fileError(path, err)
 			default:

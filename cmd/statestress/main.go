@@ -101,10 +101,61 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// plan is a run as its flags ask for it: the stress configuration and
+// what the command itself does with the run.
+type plan struct {
+	cfg        stress.Config
+	fs         *flag.FlagSet // the flags as given, for the rerun line
+	mode, what string        // the start line's words for the run
+	kills      string
+	expect     string
+	checkLimit time.Duration
+	dir        string
+	keep       bool
+}
+
 // run parses args, runs the stress test until it is done or ctx ends, and
 // returns the exit status. With -expect KIND the run passes when it finds
 // a violation of that kind, and fails otherwise.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	p, code := parse(args, stderr)
+	if p == nil {
+		return code
+	}
+	runDir, err := os.MkdirTemp(p.dir, "statestress-")
+	if err != nil {
+		fmt.Fprintln(stderr, "statestress:", err)
+		return exitUsage
+	}
+	cfg := p.cfg
+	cfg.Dir = runDir
+	// The seed and the command line come first, for a run killed before
+	// its report.
+	fmt.Fprintf(stderr, "statestress: seed %d: %s %s, %s, in %s; rerun: %s\n", cfg.Seed, p.mode, p.what, p.kills, runDir, rerunLine(p.fs, cfg.Seed))
+	rep, err := stress.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "statestress:", err)
+		keptOrRemoved(stderr, runDir)
+		return exitUsage
+	}
+	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statestress"}
+	_, _ = rep.WriteTo(out)
+	code = verdict(rep, p.expect, p.checkLimit, out)
+	if code == exitPass && out.Err != nil {
+		code = exitUsage // its report is not where it was asked for
+	}
+	if code == exitPass && !p.keep {
+		os.RemoveAll(runDir)
+		return code
+	}
+	fmt.Fprintf(out, "rerun:       %s\n", rerunLine(p.fs, cfg.Seed))
+	fmt.Fprintf(out, "files:       %s\n", runDir)
+	return code
+}
+
+// parse reads args into a plan, or returns nil and the exit status, having
+// said why on stderr (-h: the usage, and exitPass).
+func parse(args []string, stderr io.Writer) (*plan, int) {
 	fs := flag.NewFlagSet("statestress", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -143,13 +194,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
 	verbose := fs.Bool("v", false, "print each kill")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return exitPass
+		return nil, exitPass
 	} else if err != nil {
-		return exitUsage
+		return nil, exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "statestress: unexpected arguments %q\n", fs.Args())
-		return exitUsage
+		return nil, exitUsage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -171,37 +222,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *procs < 1 || *procs > stress.MaxProcesses || *duration <= 0 || *ops < 0 || *epoch <= 0:
 		fmt.Fprintf(stderr, "statestress: want 1 to %d -procs, a positive -duration and -epoch, and -ops of 0 or more\n", stress.MaxProcesses)
-		return 2
+		return nil, exitUsage
 	case *goroutines < 1 || *goroutines > stress.MaxGoroutines || (*stepClock && *goroutines != 1):
 		fmt.Fprintf(stderr, "statestress: want 1 to %d -goroutines, and 1 with -step-clock\n", stress.MaxGoroutines)
-		return 2
+		return nil, exitUsage
 	case *readers < 0 || *readers > stress.MaxReaders:
 		fmt.Fprintf(stderr, "statestress: want 0 to %d -readers\n", stress.MaxReaders)
-		return 2
+		return nil, exitUsage
 	case *readers > 0 && (*stepClock || *redis || *redisURL != ""):
 		fmt.Fprintln(stderr, "statestress: -readers open a file on the real clock, as statectl does: not with -step-clock, -redis or -redis-url")
-		return 2
+		return nil, exitUsage
 	case until.Calls < 0 || until.Kills < 0 || until.Grants < 0 || until.Contended < 0 || until.Swept < 0 || until.ServerKills < 0:
 		fmt.Fprintln(stderr, "statestress: want -until flags of 0 or more")
-		return 2
+		return nil, exitUsage
 	case until.Kills > 0 && *killEvery <= 0:
 		fmt.Fprintln(stderr, "statestress: -until-kills needs kills (-kill-every above 0)")
-		return 2
+		return nil, exitUsage
 	case *redis && *redisURL != "":
 		fmt.Fprintln(stderr, "statestress: -redis starts a server of its own; -redis-url names yours: not both")
-		return 2
+		return nil, exitUsage
 	case !*redis && (*noPersistence || set["server-kill-every"] || until.ServerKills > 0):
 		fmt.Fprintln(stderr, "statestress: -redis-no-persistence, -server-kill-every and -until-server-kills need -redis")
-		return 2
+		return nil, exitUsage
 	case until.ServerKills > 0 && *serverKillEvery <= 0:
 		fmt.Fprintln(stderr, "statestress: -until-server-kills needs server kills (-server-kill-every above 0)")
-		return 2
+		return nil, exitUsage
 	case (*redis || *redisURL != "") && (*stepClock || *bug != ""):
 		fmt.Fprintln(stderr, "statestress: -step-clock and -bug are for the file engine, not Redis")
-		return 2
+		return nil, exitUsage
 	case *expect != "" && !slices.Contains(stress.Kinds(), *expect):
 		fmt.Fprintf(stderr, "statestress: -expect %q: no such kind of violation; want one of %v\n", *expect, stress.Kinds())
-		return 2
+		return nil, exitUsage
 	}
 	cfg := stress.Config{Processes: *procs, Goroutines: *goroutines, StepClock: *stepClock, Duration: *duration,
 		Until: until, MaxOps: *ops, KillEvery: *killEvery, Seed: *seed, CheckTimeout: *checkTimeout, CheckLimit: *checkLimit, EpochEvery: *epoch}
@@ -225,7 +276,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		b, err := bugs.Parse(*bug)
 		if err != nil {
 			fmt.Fprintln(stderr, "statestress:", err)
-			return 2
+			return nil, exitUsage
 		}
 		cfg.Bugs = cfg.Bugs.With(b)
 	}
@@ -234,14 +285,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "statestress:", err)
-		return exitUsage
+		return nil, exitUsage
 	}
-	runDir, err := os.MkdirTemp(*dir, "statestress-")
-	if err != nil {
-		fmt.Fprintln(stderr, "statestress:", err)
-		return exitUsage
-	}
-	cfg.Dir = runDir
 	mode := fmt.Sprintf("%d processes of %d goroutines on the default options", cfg.Processes, cfg.Goroutines)
 	if *readers > 0 {
 		mode = fmt.Sprintf("%d processes of %d goroutines (and %d read-only) on the default options", cfg.Processes, cfg.Goroutines, *readers)
@@ -264,28 +309,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *killEvery <= 0 {
 		kills = "no kills"
 	}
-	// The seed and the command line come first, for a run killed before
-	// its report.
-	fmt.Fprintf(stderr, "statestress: seed %d: %s %s, %s, in %s; rerun: %s\n", *seed, mode, what, kills, runDir, rerunLine(fs, *seed))
-	rep, err := stress.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "statestress:", err)
-		keptOrRemoved(stderr, runDir)
-		return exitUsage
-	}
-	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statestress"}
-	_, _ = rep.WriteTo(out)
-	code := verdict(rep, *expect, *checkLimit, out)
-	if code == exitPass && out.Err != nil {
-		code = exitUsage // its report is not where it was asked for
-	}
-	if code == exitPass && !*keep {
-		os.RemoveAll(runDir)
-		return code
-	}
-	fmt.Fprintf(out, "rerun:       %s\n", rerunLine(fs, *seed))
-	fmt.Fprintf(out, "files:       %s\n", runDir)
-	return code
+	return &plan{cfg: cfg, fs: fs, mode: mode, what: what, kills: kills,
+		expect: *expect, checkLimit: *checkLimit, dir: *dir, keep: *keep}, exitPass
 }
 
 // verdict returns the exit status of a run that ran, and writes to out
