@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/statekit/statekit/stress"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // asMain makes the test binary act as statestress (main) when a test
@@ -67,6 +69,21 @@ func TestRunStopsOnWorkAndExpects(t *testing.T) {
 	assert.Contains(t, out.String(), "verdict:     PASS")
 	assert.Contains(t, out.String(), "processes:   2 at once and 1 read-only of ", "a reader by default")
 	assert.Regexp(t, ` by read-only workers \(\d+ listings\), `, out.String())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a run that passed leaves no files")
+	assert.NotContains(t, out.String(), "files:")
+
+	// -keep keeps them, and says where.
+	out.Reset()
+	errs.Reset()
+	code = run(t.Context(), []string{"-procs", "2", "-step-clock", "-until-calls", "300", "-kill-every", "0", "-seed", "3", "-keep", "-dir", dir}, &out, &errs)
+	assert.Equal(t, 0, code, "%s\n%s", out.String(), errs.String())
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "-keep")
+	assert.Contains(t, out.String(), "files:       "+filepath.Join(dir, entries[0].Name())+"\n")
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, entries[0].Name())))
 
 	// -expect fails a run that does not find what it expects.
 	out.Reset()
