@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -78,6 +79,59 @@ func TestReadsByAnotherUserCreateNothingBeside(t *testing.T) {
 	}
 	_, errOut, code := runStatectl(t, statectl, tmp, appUID, "set", path, "k", "again")
 	assert.Equal(t, 0, code, "the application writes after the reads: %s", errOut)
+}
+
+// TestReadsOfALiveFileByAnotherUser: an application (here root) has its
+// state file open, with its latest commits in the -wal; another user, who
+// may read the file and its -wal and -shm but write neither them nor the
+// directory, runs every read command. Each reads in place, the writer's
+// latest commit included, creates nothing beside the file and leaves no
+// copy; the application writes on after. Needs root, to act as another
+// user.
+func TestReadsOfALiveFileByAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the reader as another user")
+	}
+	const readerUID = 65533
+	base := publicTempDir(t)
+	data, tmp := filepath.Join(base, "data"), filepath.Join(base, "tmp")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	require.NoError(t, os.Chmod(tmp, 0o1777))
+	path := filepath.Join(data, "app.state")
+	ctx := context.Background()
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.NoError(t, os.Chmod(path, 0o644)) // its -wal and -shm get its mode
+	db, err = state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set(ctx, "k", "latest"))
+	_, err = db.Lease(ctx, "job", "app", time.Hour)
+	require.NoError(t, err)
+	before, err := os.ReadDir(data)
+	require.NoError(t, err)
+	require.Len(t, before, 3, "the file, its -wal and its -shm")
+	statectl := statectlCopy(t)
+
+	for _, args := range readCommands {
+		out, errOut, code := runStatectl(t, statectl, tmp, readerUID, append([]string{args[0], path}, args[1:]...)...)
+		assert.Equal(t, 0, code, "%s: %s", args, errOut)
+		switch args[0] {
+		case "get":
+			assert.Equal(t, "latest\n", out, "the writer's latest commit")
+		case "leases":
+			assert.Contains(t, out, "job\tapp\t1\theld\t")
+		}
+		after, err := os.ReadDir(data)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "%s: nothing created beside the file", args)
+		copies, err := os.ReadDir(tmp)
+		require.NoError(t, err)
+		assert.Empty(t, copies, "%s: no copy left", args)
+	}
+	require.NoError(t, db.Set(ctx, "k", "after"), "the application writes on")
 }
 
 // assertNothingBeside checks that path has no -wal or -shm file.
