@@ -161,6 +161,7 @@ func checkBy(history []Op, timeout time.Duration, deadline time.Time, dropUnknow
 		}
 		// Porcupine searches again for what it shows of the failure: the
 		// longest linearizable prefixes and its interactive view.
+		m.deadline = time.Time{} // porcupine keeps its own time
 		pm := porcupineModel(m)
 		verdict, info := porcupine.CheckOperationsVerbose(pm, ops, timeout)
 		if verdict == porcupine.Ok {

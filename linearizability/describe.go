@@ -40,7 +40,7 @@ func describeFailure(p partition, ops []porcupine.Operation, info porcupine.Line
 		done[st] = true
 		var next []pstate
 		for _, s := range states {
-			for _, n := range p.next(s, st) {
+			for _, n := range p.next(s, st, nil) {
 				if !slices.ContainsFunc(next, n.equal) {
 					next = append(next, n)
 				}
@@ -77,18 +77,21 @@ func describeFailure(p partition, ops []porcupine.Operation, info porcupine.Line
 }
 
 // specAnswers describes what the spec answers to a checked call from each
-// of states, such as "  (spec: 5)".
+// of states, such as "  (spec: 5)"; from a run of deadlines, what it
+// answers from its first and last.
 func specAnswers(p partition, states []pstate, st *step) string {
 	if st.event != Verb || st.unknown || !st.check {
 		return ""
 	}
 	var answers []string
 	for _, s := range states {
-		_, out := model.Step(p.toState(s.cur), st.in)
-		a := model.Describe(st.in, out)
-		a = a[strings.LastIndex(a, " -> ")+len(" -> "):]
-		if !slices.Contains(answers, a) {
-			answers = append(answers, a)
+		for _, c := range p.ends(s.cur) {
+			_, out := model.Step(p.toState(c), st.in)
+			a := model.Describe(st.in, out)
+			a = a[strings.LastIndex(a, " -> ")+len(" -> "):]
+			if !slices.Contains(answers, a) {
+				answers = append(answers, a)
+			}
 		}
 	}
 	return "  (spec: " + strings.Join(answers, " or ") + ")"

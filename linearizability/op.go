@@ -116,7 +116,10 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // store that reports the time a call ran at with its answer, whose answer
 // was lost), is the latest time it may have run at; Input.NowMillis is then
 // the earliest. The check lets the op take effect at any millisecond
-// between, each a state of its own until later answers tell them apart.
+// between, and tells the times apart only as later answers do: the rows
+// that differ only in a deadline set from the time are kept as one run of
+// deadlines, so a window of seconds costs about what one time does (a
+// group's rows, which hold several deadlines, are kept one per time).
 // Zero: the op ran at Input.NowMillis.
 //
 // Durability says how a write committed; a Full write is a durable point

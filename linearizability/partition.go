@@ -65,9 +65,16 @@ type cell struct {
 	entry model.Entry
 	lease model.LeaseRow
 	rows  string
+	// span, when not 0, makes c a run: span+1 rows alike but for their
+	// deadline, the key row's or the lease's, which is any one from the
+	// deadline c holds to that plus span (window.go). Only in a key's or a
+	// lease's partition, and only in a state whose row no power loss can
+	// roll back (partition.runnable).
+	span int64
 }
 
-// toState returns the model State holding only c, in p's namespace.
+// toState returns the model State holding only c, in p's namespace; a
+// run's first row.
 func (p partition) toState(c cell) model.State {
 	var s model.State
 	switch {
@@ -102,6 +109,8 @@ func (p partition) describe(c cell) string {
 	switch {
 	case !c.has:
 		return "absent"
+	case c.span > 0:
+		return p.describe(p.withDeadline(c, p.deadline(c))) + describeRun(p, c)
 	case p.lease:
 		return c.lease.String()
 	case p.group:
@@ -199,6 +208,8 @@ func compareCells(a, b cell) int {
 		return int64Cmp(a.lease.Token, b.lease.Token)
 	case a.lease.ExpiresAt != b.lease.ExpiresAt:
 		return int64Cmp(a.lease.ExpiresAt, b.lease.ExpiresAt)
+	case a.span != b.span:
+		return int64Cmp(a.span, b.span)
 	}
 	return strings.Compare(a.rows, b.rows)
 }

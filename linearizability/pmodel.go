@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/statekit/statekit/model"
@@ -111,6 +112,7 @@ func (h *fnv64) cell(c cell) {
 	h.int(c.lease.ExpiresAt)
 	h.int(int64(len(c.rows)))
 	h.str(c.rows)
+	h.int(c.span)
 }
 
 // describe returns s readably, such as `7 (power loss: absent | 6 | 7)`.
@@ -126,8 +128,12 @@ func (p partition) describeState(s pstate) string {
 }
 
 // next returns every state p can be in after st from s. An empty result
-// means the step is impossible.
-func (p partition) next(s pstate, st *step) []pstate {
+// means the step is impossible; so does nil when late (nil: never) says the
+// search has run out of time.
+func (p partition) next(s pstate, st *step, late func() bool) []pstate {
+	if s.cur.span > 0 {
+		return p.nextFromRun(s, st, late)
+	}
 	switch st.event {
 	case PowerLoss:
 		if st.target != nil { // the row it recovered to, if it may
@@ -149,14 +155,23 @@ func (p partition) next(s pstate, st *step) []pstate {
 	// them would only tell apart states that are the same (a history
 	// without power losses kept every commit of a key as a candidate).
 	if st.unknown {
+		in := st.in
+		if st.nowLatest > in.NowMillis && st.final && p.rangeable() {
+			return p.nextInWindow(s, st, late)
+		}
 		// Not applied, or applied at any time it may have run at.
 		states := []pstate{s}
-		in := st.in
-		for t := in.NowMillis; t <= max(in.NowMillis, st.nowLatest); t++ {
+		byHash := map[uint64][]int{s.h: {0}}
+		first := in.NowMillis
+		for t := first; t <= max(first, st.nowLatest); t++ {
+			if (t-first)&1023 == 1023 && late != nil && late() {
+				return nil
+			}
 			in.NowMillis = t
 			nextState, out := model.Step(p.toState(s.cur), in)
 			applied := s.commit(p.fromState(nextState), st.final || (st.full && CertainWrite(in, out)), st.target)
-			if !slices.ContainsFunc(states, applied.equal) {
+			if !slices.ContainsFunc(byHash[applied.h], func(i int) bool { return states[i].equal(applied) }) {
+				byHash[applied.h] = append(byHash[applied.h], len(states))
 				states = append(states, applied)
 			}
 		}
@@ -224,6 +239,13 @@ type setModel struct {
 	next   map[stateStep][]*pstate
 	init   *pset
 	nsets  uint32 // sets met so far
+	// deadline, when not zero, is when the search gives up: a step that
+	// reaches it sets late and returns at once, without keeping what it
+	// found. One step of a large set through a call whose answer was lost
+	// can take long, so the search cannot wait for its own next look at
+	// the clock.
+	deadline time.Time
+	late     bool
 }
 
 type stateStep struct {
@@ -253,7 +275,14 @@ func (m *setModel) step(s *pset, st *step) *pset {
 	}
 	var all []*pstate
 	for _, x := range s.members {
-		all = append(all, m.stateNext(x, st)...)
+		next, ok := m.stateNext(x, st)
+		if !ok {
+			return nil
+		}
+		all = append(all, next...)
+	}
+	if m.p.rangeable() && len(all) > 1 {
+		all = m.mergeRuns(all)
 	}
 	var next *pset
 	if len(all) > 0 {
@@ -263,31 +292,69 @@ func (m *setModel) step(s *pset, st *step) *pset {
 	return next
 }
 
+// mergeRuns returns states, interned, with runs of one row's deadlines
+// joined (partition.merge): different members of a set can step to runs
+// that meet, and a set is kept in one form only.
+func (m *setModel) mergeRuns(states []*pstate) []*pstate {
+	runs := 0
+	vals := make([]pstate, len(states))
+	for i, x := range states {
+		vals[i] = *x
+		if m.p.runnable(*x) {
+			runs++
+		}
+	}
+	if runs < 2 {
+		return states
+	}
+	merged := m.p.merge(vals)
+	out := make([]*pstate, len(merged))
+	for i, s := range merged {
+		out[i] = m.internState(s)
+	}
+	return out
+}
+
 // fixes reports whether every state of s takes st and is left as it was.
 func (m *setModel) fixes(s *pset, st *step) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, x := range s.members {
-		if next := m.stateNext(x, st); len(next) != 1 || next[0] != x {
+		if next, ok := m.stateNext(x, st); !ok || len(next) != 1 || next[0] != x {
 			return false
 		}
 	}
 	return true
 }
 
-// stateNext returns p.next(*x, st), interned. Callers hold mu.
-func (m *setModel) stateNext(x *pstate, st *step) []*pstate {
+// stateNext returns p.next(*x, st), interned, and true; or false, having
+// set late, once the deadline has passed. Callers hold mu.
+func (m *setModel) stateNext(x *pstate, st *step) ([]*pstate, bool) {
 	k := stateStep{from: x, st: st}
 	if next, ok := m.next[k]; ok {
-		return next
+		return next, true
 	}
-	states := m.p.next(*x, st)
+	if m.isLate() {
+		return nil, false
+	}
+	states := m.p.next(*x, st, m.isLate)
+	if m.late {
+		return nil, false
+	}
 	next := make([]*pstate, len(states))
 	for i, s := range states {
 		next[i] = m.internState(s)
 	}
 	m.next[k] = next
-	return next
+	return next, true
+}
+
+// isLate reports whether the deadline has passed, and records it in late.
+func (m *setModel) isLate() bool {
+	if !m.late && !m.deadline.IsZero() && time.Now().After(m.deadline) {
+		m.late = true
+	}
+	return m.late
 }
 
 // internState returns the one pointer kept for s's contents.

@@ -80,7 +80,7 @@ func TestSetModelStepsAsTheModel(t *testing.T) {
 			st := steps[rapid.IntRange(0, len(steps)-1).Draw(t, "step")]
 			var want []pstate
 			for _, x := range cur.members {
-				for _, n := range p.next(*x, st) {
+				for _, n := range p.next(*x, st, nil) {
 					if !slices.ContainsFunc(want, n.equal) {
 						want = append(want, n)
 					}

@@ -59,6 +59,7 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	m.deadline = deadline
 	// A frame is an operation linearized: the set before it, and whether
 	// the rule above linearized it (undone with the operation before it).
 	type frame struct {
@@ -108,6 +109,9 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 		if s.isCall(n) {
 			op := s.op(n)
 			next := m.step(state, s.steps[op])
+			if m.late {
+				return outOfTime, seen.len()
+			}
 			if next == nil {
 				n = s.next[n]
 				continue
@@ -118,6 +122,9 @@ func searchWith(m *setModel, ops []porcupine.Operation, timeout time.Duration, e
 			stack = append(stack, frame{op: op, before: state})
 			state = next
 			force()
+			if m.late {
+				return outOfTime, seen.len()
+			}
 			if seen.add(linearized, state) {
 				n = undo(mark)
 				continue

@@ -170,9 +170,11 @@ const (
 	DefaultEpochEvery   = 5 * time.Second
 	// DefaultRedisEpochEvery is EpochEvery's default against Redis,
 	// where a call whose reply was lost may have run at any millisecond
-	// of a window (linearizability.Op.NowLatest), each a state the check
-	// keeps: with server kills, a 5 s epoch's busiest key ran out of
-	// the check's minute where a 2 s epoch's checked in seconds.
+	// of a window (linearizability.Op.NowLatest): with server kills, a
+	// 5 s epoch's busiest key ran out of the check's minute where a 2 s
+	// epoch's checked in seconds. That was measured when the check kept a
+	// state for each millisecond of a window; it still does for a
+	// group's rows.
 	DefaultRedisEpochEvery = 2 * time.Second
 	// DefaultServerKillEvery is Redis.KillEvery's default.
 	DefaultServerKillEvery = 2 * time.Second

@@ -129,8 +129,8 @@
 // effect at any millisecond from 2 ms before its estimate to 100 ms after
 // the least server time of the calls made once its client gave up (its
 // client's next call, or its process's death)
-// (linearizability.Op.NowLatest), each a state of its own until later
-// answers tell them apart.
+// (linearizability.Op.NowLatest); the check tells those times apart only
+// as later answers do.
 //
 // What stands for the file-only parts: Redis expires keys itself, so
 // there is no sweep to record (no sweep observer, Work.Swept stays 0), and

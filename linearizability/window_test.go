@@ -1,0 +1,195 @@
+package linearizability
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/statekit/statekit/model"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+const runT0 = int64(1000) // around which the runs' deadlines and times are drawn
+
+// drawRunCell draws a row of p, a run of deadlines or one.
+func drawRunCell(t *rapid.T, p partition) cell {
+	c := cell{has: true}
+	d := runT0 + rapid.Int64Range(-4, 6).Draw(t, "deadline")
+	if p.lease {
+		c.lease = model.LeaseRow{Owner: rapid.SampledFrom([]string{"o1", "o2"}).Draw(t, "owner"),
+			Token: rapid.Int64Range(1, 2).Draw(t, "token"), ExpiresAt: d}
+	} else {
+		v := model.Int(rapid.Int64Range(0, 2).Draw(t, "value"))
+		if rapid.Bool().Draw(t, "bytes") {
+			v = model.Bytes("x")
+		}
+		c.entry = model.Entry{Value: v, ExpiresAt: d}
+	}
+	c.span = rapid.Int64Range(0, 6).Draw(t, "span")
+	return c
+}
+
+// drawRunInput draws a call on p's row, or a sweep.
+func drawRunInput(t *rapid.T, p partition, inUpdate bool) model.Input {
+	ttl := func() int64 { return rapid.SampledFrom([]int64{0, 1, 3, 5}).Draw(t, "ttl") }
+	if p.lease {
+		owner := rapid.SampledFrom([]string{"o1", "o2"}).Draw(t, "owner")
+		tok := rapid.Int64Range(1, 3).Draw(t, "token")
+		switch rapid.IntRange(0, 4).Draw(t, "lease verb") {
+		case 0:
+			return model.Input{Kind: model.Lease, Key: p.key, Owner: owner, TTLMillis: 1 + ttl()}
+		case 1:
+			return model.Input{Kind: model.Renew, Key: p.key, Owner: owner, Token: tok, TTLMillis: 1 + ttl()}
+		case 2:
+			return model.Input{Kind: model.Release, Key: p.key, Owner: owner, Token: tok}
+		case 3:
+			return model.Input{Kind: model.Leases, All: rapid.Bool().Draw(t, "all")}
+		}
+		return model.Input{Kind: model.Sweep}
+	}
+	v := model.Int(rapid.Int64Range(0, 2).Draw(t, "v"))
+	kinds := 10
+	if inUpdate {
+		kinds = 8 // no Sweep, Scan or Update inside one
+	}
+	switch rapid.IntRange(0, kinds).Draw(t, "verb") {
+	case 0:
+		return model.Input{Kind: model.Get, Key: p.key}
+	case 1:
+		return model.Input{Kind: model.Set, Key: p.key, Value: v, TTLMillis: ttl()}
+	case 2:
+		return model.Input{Kind: model.IncrBy, Key: p.key, Delta: 1, TTLMillis: ttl()}
+	case 3:
+		return model.Input{Kind: model.CAS, Key: p.key, Expected: &v, New: &v, TTLMillis: ttl()}
+	case 4:
+		return model.Input{Kind: model.CAS, Key: p.key, New: &v}
+	case 5:
+		return model.Input{Kind: model.Expire, Key: p.key, TTLMillis: rapid.Int64Range(-1, 4).Draw(t, "expire")}
+	case 6:
+		return model.Input{Kind: model.TTL, Key: p.key}
+	case 7, 8:
+		return model.Input{Kind: model.Del, Keys: []string{p.key}}
+	case 9:
+		return model.Input{Kind: model.Sweep}
+	case 10:
+		ops := make([]model.Input, rapid.IntRange(1, 3).Draw(t, "ops"))
+		for i := range ops {
+			ops[i] = drawRunInput(t, p, true)
+		}
+		return model.Input{Kind: model.Update, Ops: ops, Abort: rapid.IntRange(0, 4).Draw(t, "abort") == 0}
+	}
+	return model.Input{Kind: model.Scan, Key: "", All: rapid.Bool().Draw(t, "all")}
+}
+
+// rowsOf returns every one-row state that states stand for, sorted.
+func rowsOf(t require.TestingT, p partition, states []pstate) []cell {
+	var rows []cell
+	for _, s := range states {
+		require.True(t, s.cur.span == 0 || p.runnable(s), "a run in a state that may not hold one")
+		for _, m := range p.members(s) {
+			require.Len(t, m.cands, 1, "no power loss can come: nothing to roll back to")
+			rows = append(rows, m.cur)
+		}
+	}
+	slices.SortFunc(rows, compareCells)
+	return slices.Compact(rows)
+}
+
+// A run of deadlines and a window of times are shorthand, never an
+// approximation: stepping a run, or a call over a window, gives exactly
+// the rows that stepping each of its members, at each of its times, gives,
+// and merge puts the same rows in one form however they were split.
+func TestRunsStepAsTheirMembers(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := partition{key: "k"}
+		if rapid.Bool().Draw(t, "lease") {
+			p = partition{lease: true, key: "l"}
+		}
+		from := drawRunCell(t, p)
+		s := makeState(from, []cell{from})
+		members := p.members(s)
+		st := &step{event: Verb, final: true, in: drawRunInput(t, p, false)}
+		st.in.NowMillis = runT0 + rapid.Int64Range(-6, 12).Draw(t, "now")
+		var want []pstate
+		if rapid.Bool().Draw(t, "unknown") {
+			st.unknown = true
+			st.nowLatest = st.in.NowMillis + rapid.Int64Range(0, 8).Draw(t, "window")
+			for _, m := range members {
+				want = append(want, m)
+				for tm := st.in.NowMillis; tm <= st.nowLatest; tm++ {
+					in := st.in
+					in.NowMillis = tm
+					next, _ := model.Step(p.toState(m.cur), in)
+					c := p.fromState(next)
+					want = append(want, makeState(c, []cell{c}))
+				}
+			}
+		} else {
+			// Answered as one member, drawn, answers: some members may
+			// answer alike.
+			st.check = true
+			_, st.want = model.Step(p.toState(members[rapid.IntRange(0, len(members)-1).Draw(t, "answering")].cur), st.in)
+			for _, m := range members {
+				next, out := model.Step(p.toState(m.cur), st.in)
+				if st.matches(out) {
+					c := p.fromState(next)
+					want = append(want, makeState(c, []cell{c}))
+				}
+			}
+		}
+		got := p.next(s, st, nil)
+		require.Equal(t, rowsOf(t, p, want), rowsOf(t, p, got), "%s from %s: got %v", st, p.describeState(s), got)
+
+		// Canonical: merging the members one by one, in any order, gives
+		// what merging the runs gives.
+		var single []pstate
+		for _, g := range got {
+			single = append(single, p.members(g)...)
+		}
+		order := rapid.Permutation(single).Draw(t, "order")
+		a, b := p.merge(order), p.merge(got)
+		slices.SortFunc(a, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
+		slices.SortFunc(b, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
+		require.Equal(t, a, b)
+	})
+}
+
+// A lost write with a window of seconds, which stepped one millisecond at
+// a time made a state for each, is one run: later calls step it in pieces,
+// and read its deadline as any of the window's.
+func TestAWindowOfSecondsIsOneRun(t *testing.T) {
+	const window = 5_000_000 // ms: a state each would take minutes
+	setTTL := model.Input{Kind: model.Set, Key: "a", Value: model.Int(1), TTLMillis: 1000}
+	lost := func(c int, call int64) Op {
+		op := unknown(c, call, t0, setTTL)
+		op.NowLatest = t0 + window
+		return op
+	}
+	ttlIs := func(c int, call, now, left int64) Op {
+		return do(c, call, call+1, now, model.Input{Kind: model.TTL, Key: "a"}, model.Output{TTLMillis: left})
+	}
+	runChecks(t, []checkCase{
+		{name: "several lost writes, read within the window", verdict: Ok, history: []Op{
+			lost(0, 1), lost(1, 2), lost(2, 3),
+			ttlIs(3, 10, t0+window/2, 700), // ran at now-300
+			do(3, 12, 13, t0+window/2+400, get("a"), val(model.Int(1))),
+		}},
+		{name: "a deadline no time of the window gives", verdict: Illegal, partition: "k:a", mentions: "ttl", history: []Op{
+			lost(0, 1), lost(1, 2),
+			ttlIs(3, 10, t0+window+5, 1000), // ran at now: after the window
+		}},
+	})
+}
+
+// A step the search cannot finish in time ends the search: a group's rows
+// are stepped one millisecond at a time, and a window of a hundred million
+// of them would take hours.
+func TestSearchStopsInsideALongStep(t *testing.T) {
+	op := unknown(0, 1, t0, model.Input{Kind: model.Set, Key: "{g}a", Value: model.Int(1), TTLMillis: 1000})
+	op.NowLatest = t0 + 100_000_000
+	res := Check([]Op{op, do(1, 2, 3, t0, get("{g}a"), notFound)}, 50*time.Millisecond)
+	require.NoError(t, res.Err)
+	require.Equal(t, Unknown, res.Verdict, "%s", res.Description)
+	require.Contains(t, res.Description, "ran out of time")
+}
