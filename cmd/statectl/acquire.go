@@ -117,7 +117,12 @@ func (w *waiter) reclaim(db *state.DB) error {
 		info, err := heldBy(db, w.o.lease, w.o.owner)
 		switch {
 		case errors.Is(err, state.ErrBusy):
-			return nil // the grant waits for the file
+			// Not the grant: it would extend a lease of this owner that
+			// nobody renews, keeping its token.
+			if err := w.pause(exitError, busyMessage(w.path), maxPoll); err != nil {
+				return err
+			}
+			continue
 		case err != nil:
 			return fileError(w.path, err)
 		case info == nil:
@@ -130,10 +135,12 @@ func (w *waiter) reclaim(db *state.DB) error {
 		case seen == leaseMoved:
 			continue // released or granted anew meanwhile: look again
 		case seen == leaseStale:
-			stale := &state.Lease{Name: info.Name, Owner: info.Owner, Token: info.Token}
-			err := db.Release(context.Background(), stale)
-			if err != nil && !errors.Is(err, state.ErrLeaseLost) && !errors.Is(err, state.ErrBusy) {
-				return fileError(w.path, err)
+			lost, err := w.releaseStale(db, *info)
+			if err != nil {
+				return err
+			}
+			if lost {
+				continue // expired, released or taken meanwhile: look again
 			}
 			w.a.errorf("%s: lease %s of this owner, %s, was not renewed: taking it over from token %d",
 				shown(w.path), quote(info.Name), quote(info.Owner), info.Token)
@@ -143,6 +150,30 @@ func (w *waiter) reclaim(db *state.DB) error {
 			shown(w.path), quote(info.Name), quote(info.Owner))
 		if err := w.pause(exitHeld, why, maxPoll); err != nil {
 			return err
+		}
+	}
+}
+
+// releaseStale releases the lease info describes, which nobody renews, so
+// that the grant after it takes a new fencing token, waiting up to --wait
+// while the file is busy: a grant without the release would extend the
+// lease with its token, which its holder, if it was only paused, would
+// share. lost says the lease was no longer that grant (it expired, or was
+// released or granted anew meanwhile).
+func (w *waiter) releaseStale(db *state.DB, info state.LeaseInfo) (lost bool, err error) {
+	stale := &state.Lease{Name: info.Name, Owner: info.Owner, Token: info.Token}
+	for {
+		err := db.Release(context.Background(), stale)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, state.ErrLeaseLost):
+			return true, nil
+		case !errors.Is(err, state.ErrBusy):
+			return false, fileError(w.path, err)
+		}
+		if err := w.pause(exitError, busyMessage(w.path), maxPoll); err != nil {
+			return false, err
 		}
 	}
 }
