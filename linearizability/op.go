@@ -118,8 +118,9 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // the earliest. The check lets the op take effect at any millisecond
 // between, and tells the times apart only as later answers do: the rows
 // that differ only in a deadline set from the time are kept as one run of
-// deadlines, so a window of seconds costs about what one time does (a
-// group's rows, which hold several deadlines, are kept one per time).
+// deadlines, so a window of seconds costs about what one time does (a call
+// that sets two deadlines of a group from its one time makes a row per
+// time).
 // Zero: the op ran at Input.NowMillis.
 //
 // Durability says how a write committed; a Full write is a durable point

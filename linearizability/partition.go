@@ -65,12 +65,13 @@ type cell struct {
 	entry model.Entry
 	lease model.LeaseRow
 	rows  string
-	// span, when not 0, makes c a run: span+1 rows alike but for their
-	// deadline, the key row's or the lease's, which is any one from the
-	// deadline c holds to that plus span (window.go). Only in a key's or a
-	// lease's partition, and only in a state whose row no power loss can
-	// roll back (partition.runnable).
-	span int64
+	// span, when not 0, makes c a run: span+1 rows alike but for one
+	// deadline, the key row's, the lease's, or the group row runKey's,
+	// which is any one from the deadline c holds to that plus span
+	// (window.go). Only in a state whose row no power loss can roll back
+	// (partition.runnable).
+	span   int64
+	runKey string
 }
 
 // toState returns the model State holding only c, in p's namespace; a
@@ -110,7 +111,7 @@ func (p partition) describe(c cell) string {
 	case !c.has:
 		return "absent"
 	case c.span > 0:
-		return p.describe(p.withDeadline(c, p.deadline(c))) + describeRun(p, c)
+		return p.describe(p.member(c, p.runDeadline(c))) + describeRun(p, c)
 	case p.lease:
 		return c.lease.String()
 	case p.group:
@@ -210,8 +211,10 @@ func compareCells(a, b cell) int {
 		return int64Cmp(a.lease.ExpiresAt, b.lease.ExpiresAt)
 	case a.span != b.span:
 		return int64Cmp(a.span, b.span)
+	case a.rows != b.rows:
+		return strings.Compare(a.rows, b.rows)
 	}
-	return strings.Compare(a.rows, b.rows)
+	return strings.Compare(a.runKey, b.runKey)
 }
 
 func boolCmp(a, b bool) int {

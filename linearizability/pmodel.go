@@ -113,6 +113,7 @@ func (h *fnv64) cell(c cell) {
 	h.int(int64(len(c.rows)))
 	h.str(c.rows)
 	h.int(c.span)
+	h.str(c.runKey)
 }
 
 // describe returns s readably, such as `7 (power loss: absent | 6 | 7)`.
@@ -156,7 +157,7 @@ func (p partition) next(s pstate, st *step, late func() bool) []pstate {
 	// without power losses kept every commit of a key as a candidate).
 	if st.unknown {
 		in := st.in
-		if st.nowLatest > in.NowMillis && st.final && p.rangeable() {
+		if st.nowLatest > in.NowMillis && st.final {
 			return p.nextInWindow(s, st, late)
 		}
 		// Not applied, or applied at any time it may have run at.
@@ -281,7 +282,7 @@ func (m *setModel) step(s *pset, st *step) *pset {
 		}
 		all = append(all, next...)
 	}
-	if m.p.rangeable() && len(all) > 1 {
+	if len(all) > 1 {
 		all = m.mergeRuns(all)
 	}
 	var next *pset

@@ -14,50 +14,134 @@ import (
 // A write that sets a deadline leaves a row of its own at each of them:
 // stepped one millisecond at a time, a window of seconds made thousands of
 // states, and every later step of the partition stepped each of them. So a
-// key's or a lease's row may stand for a run of rows alike but for their
-// deadline (cell.span), and a step takes such a run, or such a window, in
-// pieces within which the model treats every deadline or time alike:
+// partition's row may stand for a run of rows alike but for one deadline
+// (cell.span: the key's, the lease's, or one key's of a group, runKey),
+// and a step takes such a run, or such a window, in pieces within which
+// the model treats every deadline or time alike:
 //
-//   - A row's deadline is compared with the time a call runs at (live when
-//     it is later) and nothing else: a run of deadlines splits at the call's
-//     time, a window of times at the row's deadline.
+//   - A deadline is compared with the time a call runs at (live when it is
+//     later) and nothing else: a run of deadlines splits at the call's
+//     time, a window of times at the row's deadlines.
 //   - Within a piece, the model's row and answer either do not depend on
 //     the deadline or time at all, or carry it with slope one (a deadline
 //     kept, a TTL read, a deadline set to time plus a TTL). Stepping the
 //     piece's first and last member tells which: alike, or a run again.
 //
 // Anything else (answers that differ at the two ends, such as a TTL read,
-// or rows that differ otherwise) is stepped one member at a time, as before.
+// or rows that differ otherwise, such as a group's two deadlines set from
+// one time) is stepped one member at a time, as before.
 // TestRunsStepAsTheirMembers checks all of this against stepping every
 // member alone.
 
-// rangeable reports whether p's rows can stand for a run of deadlines: a
-// key's or a lease's can; a group's holds several deadlines and cannot.
-func (p partition) rangeable() bool { return !p.group }
-
-// deadline returns c's deadline: the key row's or the lease's (0: none).
-func (p partition) deadline(c cell) int64 {
-	if p.lease {
+// runDeadline returns the deadline a run varies: the key row's, the
+// lease's, or the group row runKey's; for one row, its key's or lease's.
+func (p partition) runDeadline(c cell) int64 {
+	switch {
+	case p.lease:
 		return c.lease.ExpiresAt
+	case p.group:
+		return decodeRows(c.rows)[c.runKey].ExpiresAt
 	}
 	return c.entry.ExpiresAt
 }
 
-// withDeadline returns c as one row with deadline d.
-func (p partition) withDeadline(c cell, d int64) cell {
-	if p.lease {
-		c.lease.ExpiresAt = d
-	} else {
-		c.entry.ExpiresAt = d
+// member returns the row of run c whose deadline is x (for one row of a
+// key or a lease, that row with deadline x).
+func (p partition) member(c cell, x int64) cell {
+	switch {
+	case p.lease:
+		c.lease.ExpiresAt = x
+	case p.group:
+		if c.runKey == "" {
+			return c // one row: nothing varies
+		}
+		rows := decodeRows(c.rows)
+		e := rows[c.runKey]
+		e.ExpiresAt = x
+		rows[c.runKey] = e
+		c.rows = encodeRows(rows, func(string) bool { return true })
+	default:
+		c.entry.ExpiresAt = x
 	}
-	c.span = 0
+	c.span, c.runKey = 0, ""
 	return c
 }
 
-// runnable reports whether s may stand for a run: a row with a deadline,
-// with nothing a power loss could roll back to but itself.
+// deadlines returns the deadlines of c's rows that a step's time is
+// compared with, sorted: every deadline of one row, and of a run every
+// deadline but the one it varies.
+func (p partition) deadlines(c cell) []int64 {
+	if !c.has {
+		return nil
+	}
+	var ds []int64
+	switch {
+	case p.group:
+		rows := decodeRows(c.rows)
+		for _, k := range sortedKeys(rows) {
+			if d := rows[k].ExpiresAt; d != 0 && (c.span == 0 || k != c.runKey) {
+				ds = append(ds, d)
+			}
+		}
+	case c.span == 0:
+		if d := p.runDeadline(c); d != 0 {
+			ds = append(ds, d)
+		}
+	}
+	slices.Sort(ds)
+	return slices.Compact(ds)
+}
+
+// runOf returns the run from c1 to c2, one rows each: c2 alike c1 but for
+// one deadline, k (> 0) later than c1's, which is not "none".
+func (p partition) runOf(c1, c2 cell, k int64) (cell, bool) {
+	if !c1.has || !c2.has || c1.span != 0 || c2.span != 0 || k <= 0 {
+		return cell{}, false
+	}
+	if !p.group {
+		d := p.runDeadline(c1)
+		if d == 0 || p.member(c1, 0) != p.member(c2, 0) || p.runDeadline(c2)-d != k {
+			return cell{}, false
+		}
+		c1.span = k
+		return c1, true
+	}
+	r1, r2 := decodeRows(c1.rows), decodeRows(c2.rows)
+	if len(r1) != len(r2) {
+		return cell{}, false
+	}
+	key := ""
+	for _, k1 := range sortedKeys(r1) {
+		e1, e2 := r1[k1], r2[k1]
+		e2at := e2.ExpiresAt
+		e2.ExpiresAt = e1.ExpiresAt
+		_, ok := r2[k1]
+		switch {
+		case !ok || e1 != e2:
+			return cell{}, false
+		case e2at == e1.ExpiresAt:
+		case key == "" && e1.ExpiresAt != 0 && e2at-e1.ExpiresAt == k:
+			key = k1
+		default:
+			return cell{}, false
+		}
+	}
+	if key == "" {
+		return cell{}, false
+	}
+	c1.span, c1.runKey = k, key
+	return c1, true
+}
+
+// runnable reports whether s may join a run: a run, or one row of a key
+// or a lease with a deadline, with nothing a power loss could roll back
+// to but itself. (One row of a group may vary any of its deadlines, so it
+// joins none.)
 func (p partition) runnable(s pstate) bool {
-	return p.rangeable() && len(s.cands) == 1 && s.cur.has && p.deadline(s.cur) != 0
+	if len(s.cands) != 1 || !s.cur.has {
+		return false
+	}
+	return s.cur.span > 0 || !p.group && p.runDeadline(s.cur) != 0
 }
 
 // members returns the states s stands for, one row each: s itself unless
@@ -66,10 +150,10 @@ func (p partition) members(s pstate) []pstate {
 	if s.cur.span == 0 {
 		return []pstate{s}
 	}
-	d := p.deadline(s.cur)
+	d := p.runDeadline(s.cur)
 	out := make([]pstate, 0, s.cur.span+1)
 	for x := d; x <= d+s.cur.span; x++ {
-		c := p.withDeadline(s.cur, x)
+		c := p.member(s.cur, x)
 		out = append(out, makeState(c, []cell{c}))
 	}
 	return out
@@ -80,8 +164,20 @@ func (p partition) ends(c cell) []cell {
 	if c.span == 0 {
 		return []cell{c}
 	}
-	d := p.deadline(c)
-	return []cell{p.withDeadline(c, d), p.withDeadline(c, d+c.span)}
+	d := p.runDeadline(c)
+	return []cell{p.member(c, d), p.member(c, d+c.span)}
+}
+
+// cutAt returns [a, b] cut before each of cuts, in order.
+func cutAt(a, b int64, cuts []int64) [][2]int64 {
+	var pieces [][2]int64
+	for _, c := range cuts {
+		if c > a && c <= b {
+			pieces = append(pieces, [2]int64{a, c - 1})
+			a = c
+		}
+	}
+	return append(pieces, [2]int64{a, b})
 }
 
 // nextFromRun is next from s, whose row is a run. A verb answered as
@@ -103,12 +199,12 @@ func (p partition) nextFromRun(s pstate, st *step, late func() bool) []pstate {
 		}
 		return p.merge(out)
 	}
-	lo, hi, now := p.deadline(s.cur), p.deadline(s.cur)+s.cur.span, st.in.NowMillis
+	lo, hi, now := p.runDeadline(s.cur), p.runDeadline(s.cur)+s.cur.span, st.in.NowMillis
 	var cells []cell
 	// Expired at now, then live.
 	for _, piece := range [][2]int64{{lo, min(hi, now)}, {max(lo, now+1), hi}} {
 		cells = append(cells, p.family(piece[0], piece[1], func(x int64) (cell, model.Output) {
-			next, out := model.Step(p.toState(p.withDeadline(s.cur, x)), st.in)
+			next, out := model.Step(p.toState(p.member(s.cur, x)), st.in)
 			return p.fromState(next), out
 		}, st.matches, late)...)
 	}
@@ -121,21 +217,19 @@ func (p partition) nextFromRun(s pstate, st *step, late func() bool) []pstate {
 
 // nextInWindow is next from s, one row, for a call whose answer was lost
 // and which ran, if at all, at a time of its window, no power loss after
-// it: the window splits at the row's deadline.
+// it: the window splits at the row's deadlines.
 func (p partition) nextInWindow(s pstate, st *step, late func() bool) []pstate {
-	a, b := st.in.NowMillis, st.nowLatest
-	pieces := [][2]int64{{a, b}}
-	if d := p.deadline(s.cur); s.cur.has && d != 0 {
-		pieces = [][2]int64{{a, min(b, d-1)}, {max(a, d), b}} // live, then expired
-	}
 	out := []pstate{s} // not applied
-	for _, piece := range pieces {
+	for _, piece := range cutAt(st.in.NowMillis, st.nowLatest, p.deadlines(s.cur)) {
 		cells := p.family(piece[0], piece[1], func(t int64) (cell, model.Output) {
 			in := st.in
 			in.NowMillis = t
 			next, _ := model.Step(p.toState(s.cur), in)
 			return p.fromState(next), model.Output{}
 		}, nil, late)
+		if cells == nil && late != nil && late() {
+			return nil
+		}
 		for _, c := range cells {
 			out = append(out, makeState(c, []cell{c}))
 		}
@@ -148,54 +242,41 @@ func (p partition) nextInWindow(s pstate, st *step, late func() bool) []pstate {
 // (st.nowLatest may equal its NowMillis), no power loss after it; false
 // when the rows do not take the shapes below.
 //
-// Each pair of a member's deadline x and a time t is in one of two
-// regions: the row live at t (t < x) or expired (t >= x). Within one, the
-// row the call leaves has a deadline that is the same for every pair, or x
+// The window is cut at the deadlines the run does not vary. Then each pair
+// of a member's deadline x and a time t is in one of two regions: the
+// varied row live at t (t < x) or expired (t >= x). Within one, the row
+// the call leaves has a deadline that is the same for every pair, or x
 // plus a constant (kept), or t plus a constant (set from the time), and is
 // otherwise alike: three pairs of the region tell which, and the rows of
 // the region are then one row, or a run over the x or the t the region
 // holds.
 func (p partition) windowFromRun(s pstate, st *step) ([]pstate, bool) {
-	lo, hi := p.deadline(s.cur), p.deadline(s.cur)+s.cur.span
-	a, b := st.in.NowMillis, max(st.in.NowMillis, st.nowLatest)
+	lo, hi := p.runDeadline(s.cur), p.runDeadline(s.cur)+s.cur.span
 	f := func(x, t int64) cell {
 		in := st.in
 		in.NowMillis = t
-		next, _ := model.Step(p.toState(p.withDeadline(s.cur, x)), in)
+		next, _ := model.Step(p.toState(p.member(s.cur, x)), in)
 		return p.fromState(next)
-	}
-	// slope reports how row c2, at a point k further along one axis than
-	// c1, differs from c1: 0 alike, 1 by k in its deadline, -1 otherwise.
-	slope := func(c1, c2 cell, k int64) int {
-		switch {
-		case k == 0 || c1 == c2:
-			return 0
-		case c1.has && c2.has && p.deadline(c1) != 0 && p.withDeadline(c1, 0) == p.withDeadline(c2, 0) &&
-			p.deadline(c2)-p.deadline(c1) == k:
-			return 1
-		}
-		return -1
 	}
 	out := []pstate{s} // not applied
 	// A region, by its corner (x0, t0) and how far x and t run from it
 	// within the region (dx, dt, either sign).
 	region := func(x0, t0, dx, dt int64) bool {
 		c0 := f(x0, t0)
-		// along returns the run over the axis from c0 to c (k further on
-		// it), and the slope: 0 when c0 and c are alike, -1 when they
-		// differ but by k in their deadline.
+		// along returns the run along one axis from c0 to c, k further
+		// on it, and its slope: 0 alike, 1 a run, -1 neither.
 		along := func(c cell, k int64) (cell, int) {
-			lo, hi, n := c0, c, k
+			if k == 0 || c == c0 {
+				return c0, 0
+			}
+			first, last := c0, c
 			if k < 0 {
-				lo, hi, n = c, c0, -k
+				first, last, k = c, c0, -k
 			}
-			switch s := slope(lo, hi, n); s {
-			case 1:
-				lo.span = n
-				return lo, 1
-			default:
-				return c0, s
+			if r, ok := p.runOf(first, last, k); ok {
+				return r, 1
 			}
+			return c0, -1
 		}
 		rx, sx := along(f(x0+dx, t0), dx)
 		rt, st := along(f(x0, t0+dt), dt)
@@ -213,15 +294,18 @@ func (p partition) windowFromRun(s pstate, st *step) ([]pstate, bool) {
 		out = append(out, makeState(c, []cell{c}))
 		return true
 	}
-	// Live: t < x. Its corner (hi, a): x runs down to max(lo, a+1), t up
-	// to min(b, hi-1).
-	if a < hi && !region(hi, a, max(lo, a+1)-hi, min(b, hi-1)-a) {
-		return nil, false
-	}
-	// Expired: t >= x. Its corner (lo, b): x runs up to min(hi, b), t down
-	// to max(a, lo).
-	if b >= lo && !region(lo, b, min(hi, b)-lo, max(a, lo)-b) {
-		return nil, false
+	for _, w := range cutAt(st.in.NowMillis, max(st.in.NowMillis, st.nowLatest), p.deadlines(s.cur)) {
+		a, b := w[0], w[1]
+		// Live: t < x. Its corner (hi, a): x runs down to max(lo, a+1),
+		// t up to min(b, hi-1).
+		if a < hi && !region(hi, a, max(lo, a+1)-hi, min(b, hi-1)-a) {
+			return nil, false
+		}
+		// Expired: t >= x. Its corner (lo, b): x runs up to min(hi, b),
+		// t down to max(a, lo).
+		if b >= lo && !region(lo, b, min(hi, b)-lo, max(a, lo)-b) {
+			return nil, false
+		}
 	}
 	return p.merge(out), true
 }
@@ -239,15 +323,14 @@ func (p partition) family(a, b int64, g func(int64) (cell, model.Output), keep f
 	if a < b {
 		cb, ob := g(b)
 		if reflect.DeepEqual(oa, ob) {
-			switch {
-			case !kept(oa):
+			if !kept(oa) {
 				return nil
-			case ca == cb:
+			}
+			if ca == cb {
 				return []cell{ca}
-			case ca.has && cb.has && ca.span == 0 && cb.span == 0 && p.deadline(ca) != 0 &&
-				p.withDeadline(ca, 0) == p.withDeadline(cb, 0) && p.deadline(cb)-p.deadline(ca) == b-a:
-				ca.span = b - a
-				return []cell{ca}
+			}
+			if r, ok := p.runOf(ca, cb, b-a); ok {
+				return []cell{r}
 			}
 		}
 	}
@@ -268,56 +351,66 @@ func (p partition) family(a, b int64, g func(int64) (cell, model.Output), keep f
 }
 
 // merge returns states with the runnable ones whose rows are alike but for
-// their deadline joined into the fewest runs, in a canonical form: equal
-// sets of rows come out alike however they were split. Other states pass
-// through; the order is that of states, runs where their row first came.
+// the deadline they vary joined into the fewest runs, in a canonical form
+// for a key or a lease: equal sets of rows come out alike however they
+// were split. Other states pass through; the order is that of states, runs
+// where their row first came.
 func (p partition) merge(states []pstate) []pstate {
-	if !p.rangeable() {
-		return states
+	type rest struct {
+		c   cell   // the row with the varied deadline 0
+		key string // the group's row it varies
 	}
-	runs := map[cell][][2]int64{}
-	var order []cell
+	runs := map[rest][][2]int64{}
+	var order []rest
 	var out []pstate
 	for _, s := range states {
 		if !p.runnable(s) {
 			out = append(out, s)
 			continue
 		}
-		rest := p.withDeadline(s.cur, 0)
-		if _, ok := runs[rest]; !ok {
-			order = append(order, rest)
+		r := rest{c: p.member(s.cur, 0), key: s.cur.runKey}
+		if _, ok := runs[r]; !ok {
+			order = append(order, r)
 		}
-		d := p.deadline(s.cur)
-		runs[rest] = append(runs[rest], [2]int64{d, d + s.cur.span})
+		d := p.runDeadline(s.cur)
+		runs[r] = append(runs[r], [2]int64{d, d + s.cur.span})
 	}
-	for _, rest := range order {
-		iv := runs[rest]
+	for _, r := range order {
+		iv := runs[r]
 		slices.SortFunc(iv, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
 		lo, hi := iv[0][0], iv[0][1]
 		emit := func() {
-			c := p.withDeadline(rest, lo)
-			c.span = hi - lo
+			c := r.c
+			c.runKey = r.key
+			c = p.member(c, lo)
+			if hi > lo {
+				c.span, c.runKey = hi-lo, r.key
+			}
 			out = append(out, makeState(c, []cell{c}))
 		}
-		for _, r := range iv[1:] {
-			if r[0] <= hi+1 {
-				hi = max(hi, r[1])
+		for _, x := range iv[1:] {
+			if x[0] <= hi+1 {
+				hi = max(hi, x[1])
 				continue
 			}
 			emit()
-			lo, hi = r[0], r[1]
+			lo, hi = x[0], x[1]
 		}
 		emit()
 	}
 	return out
 }
 
-// describeRun returns the deadlines of a run, such as "any of 40..52", or
-// "" for one row.
+// describeRun returns the deadlines of a run, such as " (deadline any of
+// 40..52)", or "" for one row.
 func describeRun(p partition, c cell) string {
 	if c.span == 0 {
 		return ""
 	}
-	d := p.deadline(c)
-	return " (deadline any of " + strconv.FormatInt(d, 10) + ".." + strconv.FormatInt(d+c.span, 10) + ")"
+	d := p.runDeadline(c)
+	of := ""
+	if p.group {
+		of = " of " + strconv.Quote(c.runKey)
+	}
+	return " (deadline" + of + " any of " + strconv.FormatInt(d, 10) + ".." + strconv.FormatInt(d+c.span, 10) + ")"
 }

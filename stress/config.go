@@ -173,8 +173,8 @@ const (
 	// of a window (linearizability.Op.NowLatest): with server kills, a
 	// 5 s epoch's busiest key ran out of the check's minute where a 2 s
 	// epoch's checked in seconds. That was measured when the check kept a
-	// state for each millisecond of a window; it still does for a
-	// group's rows.
+	// state for each millisecond of a window; now it keeps runs of
+	// deadlines (linearizability/window.go), and a longer epoch may do.
 	DefaultRedisEpochEvery = 2 * time.Second
 	// DefaultServerKillEvery is Redis.KillEvery's default.
 	DefaultServerKillEvery = 2 * time.Second
