@@ -71,7 +71,11 @@ func describeFailure(p partition, ops []porcupine.Operation, info porcupine.Line
 			continue
 		}
 		st := op.Input.(*step)
-		fmt.Fprintf(&b, "  %s%s\n", st, specAnswers(p, states, st))
+		recovered := ""
+		if st.event == PowerLoss && st.target != nil {
+			recovered = " (the file recovered " + p.describe(*st.target) + ")"
+		}
+		fmt.Fprintf(&b, "  %s%s%s\n", st, recovered, specAnswers(p, states, st))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,9 @@ func (p partition) describeState(s pstate) string {
 // means the step is impossible; so does nil when late (nil: never) says the
 // search has run out of time.
 func (p partition) next(s pstate, st *step, late func() bool) []pstate {
+	if st.event == Verb && st.unknown && st.in.Kind == model.Sweep && p.group {
+		return p.partialSweeps(s, st)
+	}
 	if s.cur.span > 0 {
 		return p.nextFromRun(s, st, late)
 	}
@@ -184,6 +188,37 @@ func (p partition) next(s pstate, st *step, late func() bool) []pstate {
 		return nil
 	}
 	return []pstate{s.commit(c, st.durable || st.final, st.target)}
+}
+
+// partialSweeps is next for a sweep whose outcome is unknown, in a group:
+// a sweep statement deletes at most so many expired rows (its LIMIT), and
+// a sweep commits statement by statement, so one cut short may have
+// deleted any of the group's rows expired at its cutoff, not all or none
+// as a sweep that returned does. (A key's partition needs no such rule:
+// its one row is deleted or not.)
+func (p partition) partialSweeps(s pstate, st *step) []pstate {
+	out := []pstate{s} // deleted nothing
+	for _, m := range p.members(s) {
+		rows := decodeRows(m.cur.rows)
+		var expired []string
+		for _, k := range sortedKeys(rows) {
+			if !rows[k].Live(st.in.NowMillis) {
+				expired = append(expired, k)
+			}
+		}
+		for subset := 1; subset < 1<<len(expired); subset++ {
+			left := maps.Clone(rows)
+			for i, k := range expired {
+				if subset&(1<<i) != 0 {
+					delete(left, k)
+				}
+			}
+			c := cell{rows: encodeRows(left, func(string) bool { return true })}
+			c.has = c.rows != ""
+			out = append(out, m.commit(c, st.final || st.full, st.target))
+		}
+	}
+	return p.merge(out)
 }
 
 // porcupineModel returns m as a porcupine model: the nondeterministic model

@@ -37,7 +37,7 @@ func TestRecoveredHistories(t *testing.T) {
 			recoveredAt(7, a, nil, row(2), nil),
 			do(0, 10, 11, t0+1, get("a"), val(model.Int(2))),
 		}},
-		{name: "recovered to a row no commit left", verdict: Illegal, partition: "k:a", mentions: "power loss", history: []Op{
+		{name: "recovered to a row no commit left", verdict: Illegal, partition: "k:a", mentions: "power loss at 7 (the file recovered 5)", history: []Op{
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
 			do(0, 3, 4, t0, set("a", model.Int(2)), ok),
 			recoveredAt(7, a, nil, row(5), nil),
