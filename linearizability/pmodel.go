@@ -196,13 +196,17 @@ func (p partition) next(s pstate, st *step, late func() bool) []pstate {
 // deleted any of the group's rows expired at its cutoff, not all or none
 // as a sweep that returned does. (A key's partition needs no such rule:
 // its one row is deleted or not.)
+//
+// One whose time is known within a window only may have run at its end,
+// where most rows are expired: any of those.
 func (p partition) partialSweeps(s pstate, st *step) []pstate {
 	out := []pstate{s} // deleted nothing
+	cutoff := max(st.in.NowMillis, st.nowLatest)
 	for _, m := range p.members(s) {
 		rows := decodeRows(m.cur.rows)
 		var expired []string
 		for _, k := range sortedKeys(rows) {
-			if !rows[k].Live(st.in.NowMillis) {
+			if !rows[k].Live(cutoff) {
 				expired = append(expired, k)
 			}
 		}
