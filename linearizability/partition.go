@@ -65,13 +65,15 @@ type cell struct {
 	entry model.Entry
 	lease model.LeaseRow
 	rows  string
-	// span, when not 0, makes c a run: span+1 rows alike but for one
-	// deadline, the key row's, the lease's, or the group row runKey's,
-	// which is any one from the deadline c holds to that plus span
+	// span, when not 0, makes c a run: span+1 rows alike but for their
+	// deadlines, the key row's, the lease's, or those of the group's rows
+	// runKeys names (sorted, joined by NUL, which no key holds), which move
+	// together: the first of them is any one from the deadline c holds to
+	// that plus span, and each other keeps its distance from it
 	// (window.go). Only in a state whose row no power loss can roll back
 	// (partition.runnable).
-	span   int64
-	runKey string
+	span    int64
+	runKeys string
 }
 
 // toState returns the model State holding only c, in p's namespace; a
@@ -214,7 +216,7 @@ func compareCells(a, b cell) int {
 	case a.rows != b.rows:
 		return strings.Compare(a.rows, b.rows)
 	}
-	return strings.Compare(a.runKey, b.runKey)
+	return strings.Compare(a.runKeys, b.runKeys)
 }
 
 func boolCmp(a, b bool) int {

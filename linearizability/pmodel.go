@@ -114,7 +114,7 @@ func (h *fnv64) cell(c cell) {
 	h.int(int64(len(c.rows)))
 	h.str(c.rows)
 	h.int(c.span)
-	h.str(c.runKey)
+	h.str(c.runKeys)
 }
 
 // describe returns s readably, such as `7 (power loss: absent | 6 | 7)`.

@@ -2,9 +2,10 @@ package linearizability
 
 import (
 	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
+	"strings"
 
 	"github.com/statekit/statekit/model"
 )
@@ -14,62 +15,120 @@ import (
 // A write that sets a deadline leaves a row of its own at each of them:
 // stepped one millisecond at a time, a window of seconds made thousands of
 // states, and every later step of the partition stepped each of them. So a
-// partition's row may stand for a run of rows alike but for one deadline
-// (cell.span: the key's, the lease's, or one key's of a group, runKey),
-// and a step takes such a run, or such a window, in pieces within which
-// the model treats every deadline or time alike:
+// partition's row may stand for a run of rows alike but for deadlines that
+// move together (cell.span: the key's, the lease's, or some of a group's,
+// runKeys: a transaction that set two of them from its one time), and a
+// step takes such a run, or such a window, in pieces within which the
+// model treats every deadline or time alike:
 //
 //   - A deadline is compared with the time a call runs at (live when it is
-//     later) and nothing else: a run of deadlines splits at the call's
-//     time, a window of times at the row's deadlines.
-//   - Within a piece, the model's row and answer either do not depend on
-//     the deadline or time at all, or carry it with slope one (a deadline
-//     kept, a TTL read, a deadline set to time plus a TTL). Stepping the
-//     piece's first and last member tells which: alike, or a run again.
+//     later) and nothing else: a run of deadlines splits where one of them
+//     passes the call's time, a window of times at the row's deadlines.
+//   - Within a piece, each deadline of the model's row either does not
+//     depend on the run's deadline or the call's time at all, or carries
+//     one of them with slope one (a deadline kept, a deadline set to time
+//     plus a TTL); the rest of the row and the answer depend on neither,
+//     or (a TTL read) carry one. Stepping a piece's ends (a window over a
+//     run: three corners of its region, region.go) tells which: alike, or
+//     a run again.
 //
 // Anything else (answers that differ at the two ends, such as a TTL read,
-// or rows that differ otherwise, such as a group's two deadlines set from
-// one time) is stepped one member at a time, as before.
-// TestRunsStepAsTheirMembers checks all of this against stepping every
-// member alone.
+// or rows that carry both the run's deadline and the call's time, such as
+// a deadline kept beside one set from the time) is stepped one member at a
+// time, as before. TestRunsStepAsTheirMembers checks all of this against
+// stepping every member alone.
 
-// runDeadline returns the deadline a run varies: the key row's, the
-// lease's, or the group row runKey's; for one row, its key's or lease's.
-func (p partition) runDeadline(c cell) int64 {
+// runSlots returns the deadlines run c varies: the group's rows runKeys
+// names; for a key or a lease, its one ("").
+func (p partition) runSlots(c cell) []string {
+	if !p.group {
+		return []string{""}
+	}
+	if c.runKeys == "" {
+		return nil
+	}
+	return strings.Split(c.runKeys, "\x00")
+}
+
+// deadlineOf returns the deadline of one row c's slot k: the group's row
+// k's, or the key's or the lease's.
+func (p partition) deadlineOf(c cell, k string) int64 {
 	switch {
 	case p.lease:
 		return c.lease.ExpiresAt
 	case p.group:
-		return decodeRows(c.rows)[c.runKey].ExpiresAt
+		return decodeRows(c.rows)[k].ExpiresAt
 	}
 	return c.entry.ExpiresAt
 }
 
-// member returns the row of run c whose deadline is x (for one row of a
-// key or a lease, that row with deadline x).
-func (p partition) member(c cell, x int64) cell {
+// shift returns one row c with the deadlines of slots keys moved by delta.
+func (p partition) shift(c cell, keys []string, delta int64) cell {
 	switch {
 	case p.lease:
-		c.lease.ExpiresAt = x
+		c.lease.ExpiresAt += delta
 	case p.group:
-		if c.runKey == "" {
-			return c // one row: nothing varies
-		}
 		rows := decodeRows(c.rows)
-		e := rows[c.runKey]
-		e.ExpiresAt = x
-		rows[c.runKey] = e
+		for _, k := range keys {
+			e := rows[k]
+			e.ExpiresAt += delta
+			rows[k] = e
+		}
 		c.rows = encodeRows(rows, func(string) bool { return true })
 	default:
-		c.entry.ExpiresAt = x
+		c.entry.ExpiresAt += delta
 	}
-	c.span, c.runKey = 0, ""
+	return c
+}
+
+// runDeadline returns the deadline a run varies (the first of them, for a
+// group's): the key row's, the lease's, or the group row runKeys first
+// names; for one row, its key's or lease's.
+func (p partition) runDeadline(c cell) int64 {
+	slots := p.runSlots(c)
+	if len(slots) == 0 {
+		return 0
+	}
+	return p.deadlineOf(c, slots[0])
+}
+
+// offsets returns how far each deadline run c varies is from the first,
+// sorted, without repeats: [0] for a key's or a lease's.
+func (p partition) offsets(c cell) []int64 {
+	d := p.runDeadline(c)
+	var offs []int64
+	for _, k := range p.runSlots(c) {
+		offs = append(offs, p.deadlineOf(c, k)-d)
+	}
+	slices.Sort(offs)
+	return slices.Compact(offs)
+}
+
+// member returns the row of run c whose first varied deadline is x (for
+// one row of a key or a lease, that row with deadline x).
+func (p partition) member(c cell, x int64) cell {
+	if slots := p.runSlots(c); len(slots) > 0 {
+		c = p.shift(c, slots, x-p.runDeadline(c))
+	}
+	c.span, c.runKeys = 0, ""
+	return c
+}
+
+// asRun returns one row c as the run of span+1 rows whose deadlines keys
+// move together from c's (c itself when span is 0).
+func (p partition) asRun(c cell, keys []string, span int64) cell {
+	if span > 0 {
+		c.span = span
+		if p.group {
+			c.runKeys = strings.Join(keys, "\x00")
+		}
+	}
 	return c
 }
 
 // deadlines returns the deadlines of c's rows that a step's time is
 // compared with, sorted: every deadline of one row, and of a run every
-// deadline but the one it varies.
+// deadline but those it varies.
 func (p partition) deadlines(c cell) []int64 {
 	if !c.has {
 		return nil
@@ -77,9 +136,10 @@ func (p partition) deadlines(c cell) []int64 {
 	var ds []int64
 	switch {
 	case p.group:
+		varied := p.runSlots(c)
 		rows := decodeRows(c.rows)
 		for _, k := range sortedKeys(rows) {
-			if d := rows[k].ExpiresAt; d != 0 && (c.span == 0 || k != c.runKey) {
+			if d := rows[k].ExpiresAt; d != 0 && (c.span == 0 || !slices.Contains(varied, k)) {
 				ds = append(ds, d)
 			}
 		}
@@ -92,45 +152,64 @@ func (p partition) deadlines(c cell) []int64 {
 	return slices.Compact(ds)
 }
 
-// runOf returns the run from c1 to c2, one rows each: c2 alike c1 but for
-// one deadline, k (> 0) later than c1's, which is not "none".
-func (p partition) runOf(c1, c2 cell, k int64) (cell, bool) {
-	if !c1.has || !c2.has || c1.span != 0 || c2.span != 0 || k <= 0 {
-		return cell{}, false
+// moved returns the deadlines (slots, sorted) that differ from c1 to c2,
+// one row each, and how far each moved; false when the rows differ
+// otherwise, or a deadline is "none" in one of them.
+func (p partition) moved(c1, c2 cell) (keys []string, by []int64, ok bool) {
+	if c1.has != c2.has || c1.span != 0 || c2.span != 0 {
+		return nil, nil, false
+	}
+	if !c1.has {
+		return nil, nil, true
 	}
 	if !p.group {
-		d := p.runDeadline(c1)
-		if d == 0 || p.member(c1, 0) != p.member(c2, 0) || p.runDeadline(c2)-d != k {
-			return cell{}, false
+		d1, d2 := p.runDeadline(c1), p.runDeadline(c2)
+		if p.shift(c2, nil, d1-d2) != c1 {
+			return nil, nil, false
 		}
-		c1.span = k
-		return c1, true
+		if d1 == d2 {
+			return nil, nil, true
+		}
+		if d1 == 0 || d2 == 0 {
+			return nil, nil, false
+		}
+		return []string{""}, []int64{d2 - d1}, true
 	}
 	r1, r2 := decodeRows(c1.rows), decodeRows(c2.rows)
 	if len(r1) != len(r2) {
-		return cell{}, false
+		return nil, nil, false
 	}
-	key := ""
-	for _, k1 := range sortedKeys(r1) {
-		e1, e2 := r1[k1], r2[k1]
+	for _, k := range sortedKeys(r1) {
+		e1, e2 := r1[k], r2[k]
 		e2at := e2.ExpiresAt
 		e2.ExpiresAt = e1.ExpiresAt
-		_, ok := r2[k1]
+		_, found := r2[k]
 		switch {
-		case !ok || e1 != e2:
-			return cell{}, false
+		case !found || e1 != e2:
+			return nil, nil, false
 		case e2at == e1.ExpiresAt:
-		case key == "" && e1.ExpiresAt != 0 && e2at-e1.ExpiresAt == k:
-			key = k1
+		case e1.ExpiresAt == 0 || e2at == 0:
+			return nil, nil, false
 		default:
+			keys, by = append(keys, k), append(by, e2at-e1.ExpiresAt)
+		}
+	}
+	return keys, by, true
+}
+
+// runOf returns the run from c1 to c2, one rows each: c2 alike c1 but for
+// some deadlines, none "none", each k (> 0) later than c1's.
+func (p partition) runOf(c1, c2 cell, k int64) (cell, bool) {
+	keys, by, ok := p.moved(c1, c2)
+	if !ok || len(keys) == 0 || k <= 0 {
+		return cell{}, false
+	}
+	for _, b := range by {
+		if b != k {
 			return cell{}, false
 		}
 	}
-	if key == "" {
-		return cell{}, false
-	}
-	c1.span, c1.runKey = k, key
-	return c1, true
+	return p.asRun(c1, keys, k), true
 }
 
 // runnable reports whether s may join a run: a run, or one row of a key
@@ -190,19 +269,28 @@ func (p partition) nextFromRun(s pstate, st *step, late func() bool) []pstate {
 		}
 	}
 	if st.event != Verb || st.unknown || !st.durable && !st.final {
+		// One member at a time, not all of them made first: a run may
+		// stand for more rows than fit in memory.
 		var out []pstate
-		for i, m := range p.members(s) {
+		d := p.runDeadline(s.cur)
+		for i := range s.cur.span + 1 {
 			if i&1023 == 1023 && late != nil && late() {
 				return nil
 			}
-			out = append(out, p.next(m, st, late)...)
+			c := p.member(s.cur, d+i)
+			out = append(out, p.next(makeState(c, []cell{c}), st, late)...)
 		}
 		return p.merge(out)
 	}
 	lo, hi, now := p.runDeadline(s.cur), p.runDeadline(s.cur)+s.cur.span, st.in.NowMillis
+	// A varied deadline o past the first is live at now from x = now-o+1.
+	var cuts []int64
+	for _, o := range p.offsets(s.cur) {
+		cuts = append(cuts, now-o+1)
+	}
+	slices.Sort(cuts)
 	var cells []cell
-	// Expired at now, then live.
-	for _, piece := range [][2]int64{{lo, min(hi, now)}, {max(lo, now+1), hi}} {
+	for _, piece := range cutAt(lo, hi, cuts) {
 		cells = append(cells, p.family(piece[0], piece[1], func(x int64) (cell, model.Output) {
 			next, out := model.Step(p.toState(p.member(s.cur, x)), st.in)
 			return p.fromState(next), out
@@ -240,16 +328,13 @@ func (p partition) nextInWindow(s pstate, st *step, late func() bool) []pstate {
 // windowFromRun is next from s, whose row is a run, for a call whose
 // answer was lost and which ran, if at all, at a time of its window
 // (st.nowLatest may equal its NowMillis), no power loss after it; false
-// when the rows do not take the shapes below.
+// when the rows do not take the shapes that file's top comment names.
 //
 // The window is cut at the deadlines the run does not vary. Then each pair
-// of a member's deadline x and a time t is in one of two regions: the
-// varied row live at t (t < x) or expired (t >= x). Within one, the row
-// the call leaves has a deadline that is the same for every pair, or x
-// plus a constant (kept), or t plus a constant (set from the time), and is
-// otherwise alike: three pairs of the region tell which, and the rows of
-// the region are then one row, or a run over the x or the t the region
-// holds.
+// of a member's first varied deadline x and a time t falls in one band of
+// t-x, between two of the varied deadlines' offsets: within a band each
+// varied row is live at t or expired at t for every pair, and the band's
+// pairs are one region (region.go).
 func (p partition) windowFromRun(s pstate, st *step) ([]pstate, bool) {
 	lo, hi := p.runDeadline(s.cur), p.runDeadline(s.cur)+s.cur.span
 	f := func(x, t int64) cell {
@@ -259,52 +344,29 @@ func (p partition) windowFromRun(s pstate, st *step) ([]pstate, bool) {
 		return p.fromState(next)
 	}
 	out := []pstate{s} // not applied
-	// A region, by its corner (x0, t0) and how far x and t run from it
-	// within the region (dx, dt, either sign).
-	region := func(x0, t0, dx, dt int64) bool {
-		c0 := f(x0, t0)
-		// along returns the run along one axis from c0 to c, k further
-		// on it, and its slope: 0 alike, 1 a run, -1 neither.
-		along := func(c cell, k int64) (cell, int) {
-			if k == 0 || c == c0 {
-				return c0, 0
-			}
-			first, last := c0, c
-			if k < 0 {
-				first, last, k = c, c0, -k
-			}
-			if r, ok := p.runOf(first, last, k); ok {
-				return r, 1
-			}
-			return c0, -1
-		}
-		rx, sx := along(f(x0+dx, t0), dx)
-		rt, st := along(f(x0, t0+dt), dt)
-		var c cell
-		switch {
-		case sx < 0 || st < 0 || sx == 1 && st == 1:
-			return false
-		case sx == 1: // kept: x plus a constant
-			c = rx
-		case st == 1: // set from the time: t plus a constant
-			c = rt
-		default:
-			c = c0
-		}
-		out = append(out, makeState(c, []cell{c}))
-		return true
-	}
+	offs := p.offsets(s.cur)
 	for _, w := range cutAt(st.in.NowMillis, max(st.in.NowMillis, st.nowLatest), p.deadlines(s.cur)) {
-		a, b := w[0], w[1]
-		// Live: t < x. Its corner (hi, a): x runs down to max(lo, a+1),
-		// t up to min(b, hi-1).
-		if a < hi && !region(hi, a, max(lo, a+1)-hi, min(b, hi-1)-a) {
-			return nil, false
-		}
-		// Expired: t >= x. Its corner (lo, b): x runs up to min(hi, b),
-		// t down to max(a, lo).
-		if b >= lo && !region(lo, b, min(hi, b)-lo, max(a, lo)-b) {
-			return nil, false
+		// Band i holds t-x from offs[i-1] (none below the first) to
+		// offs[i]-1 (none above the last): the varied rows whose offset
+		// is at most t-x have expired at t.
+		ulo := int64(-unbounded)
+		for i := 0; i <= len(offs); i++ {
+			uhi := int64(unbounded)
+			if i < len(offs) {
+				uhi = offs[i] - 1
+			}
+			if ulo <= uhi {
+				cells, ok := p.regionRows(region{xlo: lo, xhi: hi, tlo: w[0], thi: w[1], ulo: ulo, uhi: uhi}, f)
+				if !ok {
+					return nil, false
+				}
+				for _, c := range cells {
+					out = append(out, makeState(c, []cell{c}))
+				}
+			}
+			if i < len(offs) {
+				ulo = offs[i]
+			}
 		}
 	}
 	return p.merge(out), true
@@ -357,8 +419,8 @@ func (p partition) family(a, b int64, g func(int64) (cell, model.Output), keep f
 // where their row first came.
 func (p partition) merge(states []pstate) []pstate {
 	type rest struct {
-		c   cell   // the row with the varied deadline 0
-		key string // the group's row it varies
+		c    cell   // the row with the first varied deadline 0
+		keys string // the group's rows it varies
 	}
 	runs := map[rest][][2]int64{}
 	var order []rest
@@ -368,7 +430,7 @@ func (p partition) merge(states []pstate) []pstate {
 			out = append(out, s)
 			continue
 		}
-		r := rest{c: p.member(s.cur, 0), key: s.cur.runKey}
+		r := rest{c: p.member(s.cur, 0), keys: s.cur.runKeys}
 		if _, ok := runs[r]; !ok {
 			order = append(order, r)
 		}
@@ -381,11 +443,8 @@ func (p partition) merge(states []pstate) []pstate {
 		lo, hi := iv[0][0], iv[0][1]
 		emit := func() {
 			c := r.c
-			c.runKey = r.key
-			c = p.member(c, lo)
-			if hi > lo {
-				c.span, c.runKey = hi-lo, r.key
-			}
+			c.runKeys = r.keys
+			c = p.asRun(p.member(c, lo), p.runSlots(c), hi-lo)
 			out = append(out, makeState(c, []cell{c}))
 		}
 		for _, x := range iv[1:] {
@@ -408,9 +467,16 @@ func describeRun(p partition, c cell) string {
 		return ""
 	}
 	d := p.runDeadline(c)
-	of := ""
-	if p.group {
-		of = " of " + strconv.Quote(c.runKey)
+	if !p.group {
+		return fmt.Sprintf(" (deadline any of %d..%d)", d, d+c.span)
 	}
-	return " (deadline" + of + " any of " + strconv.FormatInt(d, 10) + ".." + strconv.FormatInt(d+c.span, 10) + ")"
+	var parts []string
+	for _, k := range p.runSlots(c) {
+		dk := p.deadlineOf(c, k)
+		parts = append(parts, fmt.Sprintf("of %q any of %d..%d", k, dk, dk+c.span))
+	}
+	if len(parts) == 1 {
+		return " (deadline " + parts[0] + ")"
+	}
+	return " (deadlines " + strings.Join(parts, ", ") + ", moving together)"
 }

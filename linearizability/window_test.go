@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +54,10 @@ func drawRunCell(t *rapid.T, p partition) cell {
 		if len(varied) == 0 || span == 0 {
 			return c
 		}
-		c.runKey = rapid.SampledFrom(varied).Draw(t, "varied")
+		// One or more of them, moving together.
+		keys := rapid.SliceOfNDistinct(rapid.SampledFrom(varied), 1, len(varied), rapid.ID[string]).Draw(t, "varied")
+		slices.Sort(keys)
+		c.runKeys = strings.Join(keys, "\x00")
 	default:
 		c.entry = model.Entry{Value: value("value"), ExpiresAt: deadline("deadline")}
 	}
@@ -265,16 +269,76 @@ func TestAWindowOfSecondsIsOneRun(t *testing.T) {
 	}
 }
 
-// A step the search cannot finish in time ends the search: a lost write of
-// two deadlines of a group from one time is stepped one millisecond at a
-// time, and a window of a hundred million of them would take hours.
+// A lost transaction that set two of a group's deadlines from its one
+// time, over a window of seconds, is one run of both moving together: a
+// read of both in one transaction sees them the distance apart the
+// transaction set, and nothing else. (Stepped one millisecond at a time, a
+// window of one second took minutes.) The check runs without a time limit.
+func TestDeadlinesSetFromOneTimeAreOneRun(t *testing.T) {
+	const window = 100_000 // ms
+	lost := func(c int, call int64) Op {
+		op := unknown(c, call, t0, model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.Set, Key: "{g}a", Value: model.Int(1), TTLMillis: 1000},
+			{Kind: model.Set, Key: "{g}b", Value: model.Int(1), TTLMillis: 2000},
+		}})
+		op.NowLatest = t0 + window
+		return op
+	}
+	ttls := func(c int, call, now, a, b int64) Op {
+		return do(c, call, call+1, now, model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.TTL, Key: "{g}a"}, {Kind: model.TTL, Key: "{g}b"},
+		}}, model.Output{Sub: []model.Output{{TTLMillis: a}, {TTLMillis: b}}})
+	}
+	ttlsGone := func(c int, call, now, b int64) Op { // {g}a expired
+		return do(c, call, call+1, now, model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.TTL, Key: "{g}a"}, {Kind: model.TTL, Key: "{g}b"},
+		}}, model.Output{Sub: []model.Output{{Err: model.ErrNotFound}, {TTLMillis: b}}})
+	}
+	history := func(reads ...Op) []Op {
+		h := []Op{lost(0, 1), lost(1, 2), lost(2, 3)}
+		for i := range 300 { // later calls step the run, not each of its members
+			h = append(h, do(3, int64(4+2*i), int64(5+2*i), t0+int64(i), incr("{g}c"), model.Output{Int: int64(i + 1)}))
+		}
+		return append(h, reads...)
+	}
+	for _, c := range []checkCase{
+		{name: "read the distance apart they were set", verdict: Ok, history: history(
+			ttls(4, 1000, t0+window/2, 700, 1700), // ran at now-300
+		)},
+		{name: "read another distance apart", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+			ttls(4, 1000, t0+window/2, 700, 1500),
+		)},
+		{name: "one expired, the other live", verdict: Ok, history: history(
+			ttlsGone(4, 1000, t0+window+1500, 500), // ran at now-1500
+		)},
+		{name: "a deadline no time of the window gives", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+			ttls(4, 1000, t0+window+5, 1000, 2000), // ran at now: after the window
+		)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(c.history, 0)
+			require.NoError(t, res.Err)
+			require.Equal(t, c.verdict, res.Verdict, "%s\n%s", res, res.Description)
+			if c.verdict == Illegal {
+				require.Equal(t, c.partition, res.Partition)
+				require.Contains(t, res.Description, c.mentions)
+			}
+		})
+	}
+}
+
+// A step the search cannot finish in time ends the search: a lost write on
+// a run of deadlines that keeps them and sets another from its time makes
+// rows that vary in both, stepped one member of the run at a time, and a
+// run and a window of a hundred million milliseconds each would take
+// hours.
 func TestSearchStopsInsideALongStep(t *testing.T) {
-	op := unknown(0, 1, t0, model.Input{Kind: model.Update, Ops: []model.Input{
-		{Kind: model.Set, Key: "{g}a", Value: model.Int(1), TTLMillis: 1000},
-		{Kind: model.Set, Key: "{g}b", Value: model.Int(1), TTLMillis: 2000},
-	}})
-	op.NowLatest = t0 + 100_000_000
-	res := Check([]Op{op, do(1, 2, 3, t0, get("{g}a"), notFound)}, 50*time.Millisecond)
+	lost := func(c int, key string) Op {
+		op := unknown(c, 1, t0, model.Input{Kind: model.Set, Key: key, Value: model.Int(1), TTLMillis: 1000})
+		op.NowLatest = t0 + 100_000_000
+		return op
+	}
+	res := Check([]Op{lost(0, "{g}a"), lost(1, "{g}b"), do(2, 2, 3, t0, get("{g}a"), notFound)}, 50*time.Millisecond)
 	require.NoError(t, res.Err)
 	require.Equal(t, Unknown, res.Verdict, "%s", res.Description)
 	require.Contains(t, res.Description, "ran out of time")
