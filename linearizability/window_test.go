@@ -17,7 +17,7 @@ const runT0 = int64(1000) // around which the runs' deadlines and times are draw
 var groupRunKeys = []string{"{g}a", "{g}b", "{g}c"}
 
 // drawRunCell draws a row of p, a run of deadlines or one: a group's has
-// one to three keys, a run varying one or more of their deadlines together.
+// up to three keys, a run varying one or more of their deadlines together.
 func drawRunCell(t *rapid.T, p partition) cell {
 	deadline := func(label string) int64 { return runT0 + rapid.Int64Range(-4, 6).Draw(t, label) }
 	value := func(label string) model.Value {
