@@ -69,9 +69,8 @@ type Config struct {
 	// catches them.
 	Bugs bugs.Set
 	// EpochEvery is how long the workers use one set of keys before they
-	// move to the next (DefaultEpochEvery if 0; DefaultRedisEpochEvery
-	// against Redis): it bounds the history of one key, and with it the
-	// time and memory the check takes.
+	// move to the next (DefaultEpochEvery if 0): it bounds the history of
+	// one key, and with it the time and memory the check takes.
 	EpochEvery time.Duration
 	// CheckTimeout bounds the linearizability search per partition
 	// (DefaultCheckTimeout if 0). A partition that runs out is a violation.
@@ -168,14 +167,6 @@ const (
 	DefaultKillEvery    = 250 * time.Millisecond
 	DefaultCheckTimeout = time.Minute
 	DefaultEpochEvery   = 5 * time.Second
-	// DefaultRedisEpochEvery is EpochEvery's default against Redis,
-	// where a call whose reply was lost may have run at any millisecond
-	// of a window (linearizability.Op.NowLatest): with server kills, a
-	// 5 s epoch's busiest key ran out of the check's minute where a 2 s
-	// epoch's checked in seconds. That was measured when the check kept a
-	// state for each millisecond of a window; now it keeps runs of
-	// deadlines (linearizability/window.go), and a longer epoch may do.
-	DefaultRedisEpochEvery = 2 * time.Second
 	// DefaultServerKillEvery is Redis.KillEvery's default.
 	DefaultServerKillEvery = 2 * time.Second
 	// DefaultReaders is Readers' default on a file run on the real clock.
@@ -235,9 +226,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.EpochEvery == 0 {
 		c.EpochEvery = DefaultEpochEvery
-		if c.Redis != nil {
-			c.EpochEvery = DefaultRedisEpochEvery
-		}
 	}
 	if c.Redis != nil {
 		r := *c.Redis

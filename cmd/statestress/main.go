@@ -189,7 +189,7 @@ func parse(args []string, stderr io.Writer) (*plan, int) {
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
 	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition")
 	checkLimit := fs.Duration("check-limit", 0, "the whole linearizability check's time limit (0: none); a check that reaches it exits 2, saying how far it got")
-	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory); with -redis or -redis-url the default is "+stress.DefaultRedisEpochEvery.String())
+	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory)")
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")
 	keep := fs.Bool("keep", false, "keep the run's files even when it passes")
 	verbose := fs.Bool("v", false, "print each kill")
@@ -212,9 +212,6 @@ func parse(args []string, stderr io.Writer) (*plan, int) {
 	}
 	if (*stepClock || *redis || *redisURL != "") && !set["readers"] {
 		*readers = 0
-	}
-	if (*redis || *redisURL != "") && !set["epoch"] {
-		*epoch = stress.DefaultRedisEpochEvery
 	}
 	if !until.IsZero() && !set["duration"] {
 		*duration = stress.DefaultCap

@@ -58,13 +58,13 @@ func TestFlagsMakeTheConfig(t *testing.T) {
 
 	got = parsed("-seed", "1", "-redis-url", "redis://127.0.0.1:1/0")
 	assert.Equal(t, &stress.Redis{URL: "redis://127.0.0.1:1/0"}, got.Redis)
-	assert.Equal(t, stress.DefaultRedisEpochEvery, got.EpochEvery, "-redis-url: Redis's epochs")
+	assert.Equal(t, stress.DefaultEpochEvery, got.EpochEvery, "-redis-url: the same epochs")
 	assert.Equal(t, -1, got.Readers, "-redis-url: no readers")
 	assert.Equal(t, 2*time.Second, parsed("-seed", "1", "-redis-url", "redis://127.0.0.1:1/0", "-epoch", "2s").EpochEvery)
 
 	got = parsed("-seed", "1", "-redis", "-redis-no-persistence", "-server-kill-every", "0", "-until-calls", "5")
 	assert.Equal(t, &stress.Redis{KillEvery: -1, NoPersistence: true}, got.Redis, "-server-kill-every 0: no server kills")
-	assert.Equal(t, stress.DefaultRedisEpochEvery, got.EpochEvery, "-redis: Redis's epochs")
+	assert.Equal(t, stress.DefaultEpochEvery, got.EpochEvery, "-redis: the same epochs")
 	assert.Equal(t, -1, got.Readers, "-redis: no readers")
 	got = parsed("-seed", "1", "-redis", "-server-kill-every", "2s", "-until-server-kills", "3")
 	assert.Equal(t, &stress.Redis{KillEvery: 2 * time.Second}, got.Redis)
