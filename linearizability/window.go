@@ -2,7 +2,6 @@ package linearizability
 
 import (
 	"cmp"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,114 +16,32 @@ import (
 // states, and every later step of the partition stepped each of them. So a
 // partition's row may stand for a run of rows alike but for deadlines that
 // move together (cell.span: the key's, the lease's, or some of a group's,
-// runKeys: a transaction that set two of them from its one time), and a
-// step takes such a run, or such a window, in pieces within which the
-// model treats every deadline or time alike:
+// such as two a transaction set from its one time), or, in a group, a box
+// of several such axes moving independently (box.go: lost writes of
+// several keys, each at a time of its own window). A step takes such a
+// run, or such a window, in pieces within which the model treats every
+// deadline or time alike:
 //
+//   - A call that names no key of an axis (it neither reads nor writes
+//     them) passes that axis through: the rest is stepped, and each row it
+//     gives keeps the axis (nextBesideAxes).
 //   - A deadline is compared with the time a call runs at (live when it is
 //     later) and nothing else: a run of deadlines splits where one of them
 //     passes the call's time, a window of times at the row's deadlines.
 //   - Within a piece, each deadline of the model's row either does not
-//     depend on the run's deadline or the call's time at all, or carries
+//     depend on the run's deadlines or the call's time at all, or carries
 //     one of them with slope one (a deadline kept, a deadline set to time
 //     plus a TTL); the rest of the row and the answer depend on neither,
 //     or (a TTL read) carry one. Stepping a piece's ends (a window over a
-//     run: three corners of its region, region.go) tells which: alike, or
-//     a run again.
+//     run: three corners of its region, region.go; a box: its lowest row
+//     and its far end along each axis) tells which: alike, or a run again.
 //
 // Anything else (answers that differ at the two ends, such as a TTL read,
-// or rows that carry both the run's deadline and the call's time, such as
-// a deadline kept beside one set from the time) is stepped one member at a
-// time, as before. TestRunsStepAsTheirMembers checks all of this against
-// stepping every member alone.
-
-// runSlots returns the deadlines run c varies: the group's rows runKeys
-// names; for a key or a lease, its one ("").
-func (p partition) runSlots(c cell) []string {
-	if !p.group {
-		return []string{""}
-	}
-	if c.runKeys == "" {
-		return nil
-	}
-	return strings.Split(c.runKeys, "\x00")
-}
-
-// deadlineOf returns the deadline of one row c's slot k: the group's row
-// k's, or the key's or the lease's.
-func (p partition) deadlineOf(c cell, k string) int64 {
-	switch {
-	case p.lease:
-		return c.lease.ExpiresAt
-	case p.group:
-		return decodeRows(c.rows)[k].ExpiresAt
-	}
-	return c.entry.ExpiresAt
-}
-
-// shift returns one row c with the deadlines of slots keys moved by delta.
-func (p partition) shift(c cell, keys []string, delta int64) cell {
-	switch {
-	case p.lease:
-		c.lease.ExpiresAt += delta
-	case p.group:
-		rows := decodeRows(c.rows)
-		for _, k := range keys {
-			e := rows[k]
-			e.ExpiresAt += delta
-			rows[k] = e
-		}
-		c.rows = encodeRows(rows, func(string) bool { return true })
-	default:
-		c.entry.ExpiresAt += delta
-	}
-	return c
-}
-
-// runDeadline returns the deadline a run varies (the first of them, for a
-// group's): the key row's, the lease's, or the group row runKeys first
-// names; for one row, its key's or lease's.
-func (p partition) runDeadline(c cell) int64 {
-	slots := p.runSlots(c)
-	if len(slots) == 0 {
-		return 0
-	}
-	return p.deadlineOf(c, slots[0])
-}
-
-// offsets returns how far each deadline run c varies is from the first,
-// sorted, without repeats: [0] for a key's or a lease's.
-func (p partition) offsets(c cell) []int64 {
-	d := p.runDeadline(c)
-	var offs []int64
-	for _, k := range p.runSlots(c) {
-		offs = append(offs, p.deadlineOf(c, k)-d)
-	}
-	slices.Sort(offs)
-	return slices.Compact(offs)
-}
-
-// member returns the row of run c whose first varied deadline is x (for
-// one row of a key or a lease, that row with deadline x).
-func (p partition) member(c cell, x int64) cell {
-	if slots := p.runSlots(c); len(slots) > 0 {
-		c = p.shift(c, slots, x-p.runDeadline(c))
-	}
-	c.span, c.runKeys = 0, ""
-	return c
-}
-
-// asRun returns one row c as the run of span+1 rows whose deadlines keys
-// move together from c's (c itself when span is 0).
-func (p partition) asRun(c cell, keys []string, span int64) cell {
-	if span > 0 {
-		c.span = span
-		if p.group {
-			c.runKeys = strings.Join(keys, "\x00")
-		}
-	}
-	return c
-}
+// or rows that carry both a run's deadline and the call's time, such as a
+// deadline kept beside one set from the time, or a lost call that names
+// keys of several axes) is stepped one member at a time, as before.
+// TestRunsStepAsTheirMembers checks all of this against stepping every
+// member alone.
 
 // deadlines returns the deadlines of c's rows that a step's time is
 // compared with, sorted: every deadline of one row, and of a run every
@@ -136,10 +53,13 @@ func (p partition) deadlines(c cell) []int64 {
 	var ds []int64
 	switch {
 	case p.group:
-		varied := p.runSlots(c)
+		var varied []string
+		for _, a := range p.axes(c) {
+			varied = append(varied, a.keys...)
+		}
 		rows := decodeRows(c.rows)
 		for _, k := range sortedKeys(rows) {
-			if d := rows[k].ExpiresAt; d != 0 && (c.span == 0 || !slices.Contains(varied, k)) {
+			if d := rows[k].ExpiresAt; d != 0 && !slices.Contains(varied, k) {
 				ds = append(ds, d)
 			}
 		}
@@ -223,30 +143,6 @@ func (p partition) runnable(s pstate) bool {
 	return s.cur.span > 0 || !p.group && p.runDeadline(s.cur) != 0
 }
 
-// members returns the states s stands for, one row each: s itself unless
-// its row is a run.
-func (p partition) members(s pstate) []pstate {
-	if s.cur.span == 0 {
-		return []pstate{s}
-	}
-	d := p.runDeadline(s.cur)
-	out := make([]pstate, 0, s.cur.span+1)
-	for x := d; x <= d+s.cur.span; x++ {
-		c := p.member(s.cur, x)
-		out = append(out, makeState(c, []cell{c}))
-	}
-	return out
-}
-
-// ends returns c's first and last rows when it is a run, else c.
-func (p partition) ends(c cell) []cell {
-	if c.span == 0 {
-		return []cell{c}
-	}
-	d := p.runDeadline(c)
-	return []cell{p.member(c, d), p.member(c, d+c.span)}
-}
-
 // cutAt returns [a, b] cut before each of cuts, in order.
 func cutAt(a, b int64, cuts []int64) [][2]int64 {
 	var pieces [][2]int64
@@ -260,28 +156,52 @@ func cutAt(a, b int64, cuts []int64) [][2]int64 {
 }
 
 // nextFromRun is next from s, whose row is a run. A verb answered as
-// recorded, whose commit nothing can roll back, steps the run in pieces;
+// recorded, or lost with a window, whose commit nothing can roll back,
+// passes the axes it names no key of through (nextBesideAxes), and steps a
+// run of one axis in pieces (or, lost, in regions: windowFromRun);
 // anything else steps each member alone.
 func (p partition) nextFromRun(s pstate, st *step, late func() bool) []pstate {
-	if st.event == Verb && st.unknown && st.final {
-		if out, ok := p.windowFromRun(s, st); ok {
+	axes := p.axes(s.cur)
+	pieces := st.event == Verb && !st.unknown && (st.durable || st.final)
+	window := st.event == Verb && st.unknown && st.final
+	if pieces || window {
+		if out, ok := p.nextBesideAxes(s, axes, st, late); ok {
 			return out
 		}
 	}
-	if st.event != Verb || st.unknown || !st.durable && !st.final {
-		// One member at a time, not all of them made first: a run may
-		// stand for more rows than fit in memory.
-		var out []pstate
-		d := p.runDeadline(s.cur)
-		for i := range s.cur.span + 1 {
-			if i&1023 == 1023 && late != nil && late() {
-				return nil
-			}
-			c := p.member(s.cur, d+i)
-			out = append(out, p.next(makeState(c, []cell{c}), st, late)...)
+	switch {
+	case len(axes) == 1 && window:
+		if out, ok := p.windowFromRun(s, st); ok {
+			return out
 		}
-		return p.merge(out)
+	case len(axes) == 1 && pieces:
+		return p.runInPieces(s, st, late)
+	case pieces:
+		return p.boxInPieces(s, axes, st, late)
 	}
+	// One member at a time, not all of them made first: a run may stand
+	// for more rows than fit in memory.
+	var out []pstate
+	n, stopped := 0, false
+	p.eachMember(s.cur, func(c cell) bool {
+		if n++; n&1023 == 0 && late != nil && late() {
+			stopped = true
+			return false
+		}
+		out = append(out, p.next(makeState(c, []cell{c}), st, late)...)
+		return true
+	})
+	if stopped {
+		return nil
+	}
+	return p.merge(out)
+}
+
+// runInPieces is next from s, a run of one axis, for a verb answered as
+// recorded whose commit nothing can roll back: the run splits where one
+// of its deadlines passes the call's time, and each piece is stepped by
+// its ends (family).
+func (p partition) runInPieces(s pstate, st *step, late func() bool) []pstate {
 	lo, hi, now := p.runDeadline(s.cur), p.runDeadline(s.cur)+s.cur.span, st.in.NowMillis
 	// A varied deadline o past the first is live at now from x = now-o+1.
 	var cuts []int64
@@ -301,6 +221,175 @@ func (p partition) nextFromRun(s pstate, st *step, late func() bool) []pstate {
 		out[i] = makeState(c, []cell{c})
 	}
 	return p.merge(out)
+}
+
+// boxInPieces is next from s, a run of several axes, for a verb answered
+// as recorded whose commit nothing can roll back: each axis splits where
+// one of its deadlines passes the call's time, and each box of pieces is
+// stepped by its lowest row and its far end along each axis (each of the
+// row's deadlines then stays, or moves with one axis), or, when the
+// answers there differ, one member at a time.
+func (p partition) boxInPieces(s pstate, axes []axis, st *step, late func() bool) []pstate {
+	now := st.in.NowMillis
+	pieces := make([][][2]int64, len(axes)) // of each axis, by how far it moved
+	for i, a := range axes {
+		var cuts []int64
+		for _, k := range a.keys { // live at now from d = now-deadline+1
+			cuts = append(cuts, now-p.deadlineOf(s.cur, k)+1)
+		}
+		slices.Sort(cuts)
+		pieces[i] = cutAt(0, a.span, cuts)
+	}
+	stepAt := func(d []int64) (cell, model.Output) {
+		next, out := model.Step(p.toState(p.at(s.cur, axes, d)), st.in)
+		return p.fromState(next), out
+	}
+	var out []pstate
+	keep := func(c cell, o model.Output) {
+		if st.matches(o) {
+			out = append(out, makeState(c, []cell{c}))
+		}
+	}
+	n := 0
+	for pick := make([]int, len(axes)); ; {
+		lo, span := make([]int64, len(axes)), make([]axis, len(axes))
+		for i := range axes {
+			piece := pieces[i][pick[i]]
+			lo[i], span[i] = piece[0], axis{keys: axes[i].keys, span: piece[1] - piece[0]}
+		}
+		c0, o0 := stepAt(lo)
+		moves, alike := p.movesAlong(c0, o0, lo, span, stepAt)
+		if alike {
+			keep(p.box(c0, moves), o0)
+		} else {
+			stopped := false
+			// The piece's members, one at a time.
+			p.eachMember(p.box(p.at(s.cur, axes, lo), span), func(c cell) bool {
+				if n++; n&1023 == 0 && late != nil && late() {
+					stopped = true
+					return false
+				}
+				next, o := model.Step(p.toState(c), st.in)
+				keep(p.fromState(next), o)
+				return true
+			})
+			if stopped {
+				return nil
+			}
+		}
+		i := 0
+		for ; i < len(axes); i++ {
+			if pick[i]++; pick[i] < len(pieces[i]) {
+				break
+			}
+			pick[i] = 0
+		}
+		if i == len(axes) {
+			break
+		}
+	}
+	return p.merge(out)
+}
+
+// movesAlong returns the axes along which the rows stepAt gives from a box
+// of pieces (its lowest row's step c0, o0 at lo) move: for each axis the
+// far end's row, whose deadlines must stay or move as far as the axis
+// runs, with the same answer; false when they do not.
+func (p partition) movesAlong(c0 cell, o0 model.Output, lo []int64, span []axis, stepAt func([]int64) (cell, model.Output)) ([]axis, bool) {
+	var moves []axis
+	seen := map[string]bool{}
+	for i, a := range span {
+		if a.span == 0 {
+			continue
+		}
+		d := slices.Clone(lo)
+		d[i] += a.span
+		ci, oi := stepAt(d)
+		if !reflect.DeepEqual(o0, oi) {
+			return nil, false
+		}
+		keys, by, ok := p.moved(c0, ci)
+		if !ok {
+			return nil, false
+		}
+		for j, k := range keys {
+			if by[j] != a.span || seen[k] {
+				return nil, false
+			}
+			seen[k] = true
+		}
+		moves = append(moves, axis{keys: keys, span: a.span})
+	}
+	return moves, true
+}
+
+// nextBesideAxes is next from s, a group's run, for a call that names no
+// key of some of its axes: the model neither reads nor writes those keys
+// for it (nor does its answer depend on them), so those axes pass through.
+// The rest of the run is stepped, and each row that gives keeps them.
+// False when the call names a key of every axis, or may touch keys it
+// does not name (a sweep, a scan).
+func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() bool) ([]pstate, bool) {
+	if !p.group {
+		return nil, false
+	}
+	names, all := namedKeys(st.in)
+	if all {
+		return nil, false
+	}
+	var named, beside []axis
+	for _, a := range axes {
+		if slices.ContainsFunc(a.keys, func(k string) bool { return names[k] }) {
+			named = append(named, a)
+		} else {
+			beside = append(beside, a)
+		}
+	}
+	if len(beside) == 0 {
+		return nil, false
+	}
+	rest := p.box(s.cur, named)
+	next := p.next(makeState(rest, []cell{rest}), st, late)
+	out := make([]pstate, 0, len(next))
+	for _, r := range next {
+		if len(r.cands) != 1 {
+			return nil, false // a row a power loss could roll back to: no run
+		}
+		c := p.box(r.cur, append(p.axes(r.cur), beside...))
+		out = append(out, makeState(c, []cell{c}))
+	}
+	if next == nil {
+		return nil, true // impossible, or out of time
+	}
+	return p.merge(out), true
+}
+
+// namedKeys returns the keys in names (an Update's or a flush's, its
+// calls'), and all true when it may read or write keys it does not name:
+// a sweep, a scan, or a kind this does not know.
+func namedKeys(in model.Input) (names map[string]bool, all bool) {
+	names = map[string]bool{}
+	var walk func(model.Input) bool
+	walk = func(in model.Input) bool {
+		switch in.Kind {
+		case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL:
+			names[in.Key] = true
+		case model.Del:
+			for _, k := range in.Keys {
+				names[k] = true
+			}
+		case model.Update, model.Flush:
+			for _, op := range in.Ops {
+				if !walk(op) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+		return true
+	}
+	return names, !walk(in)
 }
 
 // nextInWindow is next from s, one row, for a call whose answer was lost
@@ -413,38 +502,38 @@ func (p partition) family(a, b int64, g func(int64) (cell, model.Output), keep f
 }
 
 // merge returns states with the runnable ones whose rows are alike but for
-// the deadline they vary joined into the fewest runs, in a canonical form
-// for a key or a lease: equal sets of rows come out alike however they
-// were split. Other states pass through; the order is that of states, runs
-// where their row first came.
+// the deadlines one axis varies joined into the fewest runs, in a
+// canonical form for a key or a lease: equal sets of rows come out alike
+// however they were split. Other states (and runs of more than one axis)
+// pass through; the order is that of states, runs where their row first
+// came.
 func (p partition) merge(states []pstate) []pstate {
 	type rest struct {
-		c    cell   // the row with the first varied deadline 0
-		keys string // the group's rows it varies
+		c    cell   // the lowest row, moved so that its first varied deadline is 0
+		keys string // the slots the axis varies, joined by NUL
 	}
 	runs := map[rest][][2]int64{}
 	var order []rest
 	var out []pstate
 	for _, s := range states {
-		if !p.runnable(s) {
+		if !p.runnable(s) || len(p.axes(s.cur)) > 1 {
 			out = append(out, s)
 			continue
 		}
-		r := rest{c: p.member(s.cur, 0), keys: s.cur.runKeys}
+		slots, d := p.runSlots(s.cur), p.runDeadline(s.cur)
+		r := rest{c: p.shift(p.member(s.cur, d), slots, -d), keys: strings.Join(slots, "\x00")}
 		if _, ok := runs[r]; !ok {
 			order = append(order, r)
 		}
-		d := p.runDeadline(s.cur)
 		runs[r] = append(runs[r], [2]int64{d, d + s.cur.span})
 	}
 	for _, r := range order {
 		iv := runs[r]
 		slices.SortFunc(iv, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
+		slots := strings.Split(r.keys, "\x00")
 		lo, hi := iv[0][0], iv[0][1]
 		emit := func() {
-			c := r.c
-			c.runKeys = r.keys
-			c = p.asRun(p.member(c, lo), p.runSlots(c), hi-lo)
+			c := p.asRun(p.shift(r.c, slots, lo), slots, hi-lo)
 			out = append(out, makeState(c, []cell{c}))
 		}
 		for _, x := range iv[1:] {
@@ -458,25 +547,4 @@ func (p partition) merge(states []pstate) []pstate {
 		emit()
 	}
 	return out
-}
-
-// describeRun returns the deadlines of a run, such as " (deadline any of
-// 40..52)", or "" for one row.
-func describeRun(p partition, c cell) string {
-	if c.span == 0 {
-		return ""
-	}
-	d := p.runDeadline(c)
-	if !p.group {
-		return fmt.Sprintf(" (deadline any of %d..%d)", d, d+c.span)
-	}
-	var parts []string
-	for _, k := range p.runSlots(c) {
-		dk := p.deadlineOf(c, k)
-		parts = append(parts, fmt.Sprintf("of %q any of %d..%d", k, dk, dk+c.span))
-	}
-	if len(parts) == 1 {
-		return " (deadline " + parts[0] + ")"
-	}
-	return " (deadlines " + strings.Join(parts, ", ") + ", moving together)"
 }

@@ -2,7 +2,6 @@ package linearizability
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +16,8 @@ const runT0 = int64(1000) // around which the runs' deadlines and times are draw
 var groupRunKeys = []string{"{g}a", "{g}b", "{g}c"}
 
 // drawRunCell draws a row of p, a run of deadlines or one: a group's has
-// up to three keys, a run varying one or more of their deadlines together.
+// up to three keys, a run up to three axes, each varying one or more of
+// their deadlines together.
 func drawRunCell(t *rapid.T, p partition) cell {
 	deadline := func(label string) int64 { return runT0 + rapid.Int64Range(-4, 6).Draw(t, label) }
 	value := func(label string) model.Value {
@@ -43,21 +43,28 @@ func drawRunCell(t *rapid.T, p partition) cell {
 				rows[k] = e
 			}
 		}
-		var varied []string
-		for _, k := range sortedKeys(rows) {
-			if rows[k].ExpiresAt != 0 {
-				varied = append(varied, k)
-			}
-		}
 		c.rows = encodeRows(rows, func(string) bool { return true })
 		c.has = c.rows != ""
-		if len(varied) == 0 || span == 0 {
+		if span == 0 {
 			return c
 		}
-		// One or more of them, moving together.
-		keys := rapid.SliceOfNDistinct(rapid.SampledFrom(varied), 1, len(varied), rapid.ID[string]).Draw(t, "varied")
-		slices.Sort(keys)
-		c.runKeys = strings.Join(keys, "\x00")
+		// Each deadline on one of up to three axes, or on none; the
+		// first axis has span, the others spans of their own.
+		axes := make([]axis, 3)
+		for _, k := range sortedKeys(rows) {
+			if rows[k].ExpiresAt != 0 {
+				if i := rapid.IntRange(-1, 2).Draw(t, k+" axis"); i >= 0 {
+					axes[i].keys = append(axes[i].keys, k)
+				}
+			}
+		}
+		for i := range axes {
+			axes[i].span = span
+			if i > 0 {
+				axes[i].span = rapid.Int64Range(1, 4).Draw(t, "span of another axis")
+			}
+		}
+		return p.box(c, axes)
 	default:
 		c.entry = model.Entry{Value: value("value"), ExpiresAt: deadline("deadline")}
 	}
@@ -88,7 +95,7 @@ func drawRunInput(t *rapid.T, p partition, inUpdate bool) model.Input {
 		key = rapid.SampledFrom(groupRunKeys).Draw(t, "key")
 	}
 	v := model.Int(rapid.Int64Range(0, 2).Draw(t, "v"))
-	kinds := 10
+	kinds := 11 // 11: Scan
 	if inUpdate {
 		kinds = 8 // no Sweep, Scan or Update inside one
 	}
@@ -327,18 +334,70 @@ func TestDeadlinesSetFromOneTimeAreOneRun(t *testing.T) {
 	}
 }
 
-// A step the search cannot finish in time ends the search: a lost write on
-// a run of deadlines that keeps them and sets another from its time makes
-// rows that vary in both, stepped one member of the run at a time, and a
-// run and a window of a hundred million milliseconds each would take
-// hours.
-func TestSearchStopsInsideALongStep(t *testing.T) {
+// Lost writes of several of a group's keys, each over a window of its
+// own, leave a run of several axes: every pair of their times is a row.
+// (Stepped a member at a time, three such writes with windows of 100 ms
+// ran past a minute.) The check runs without a time limit.
+func TestLostWritesOfSeveralKeysAreOneRun(t *testing.T) {
+	const window = 10_000 // ms
 	lost := func(c int, key string) Op {
 		op := unknown(c, 1, t0, model.Input{Kind: model.Set, Key: key, Value: model.Int(1), TTLMillis: 1000})
+		op.NowLatest = t0 + window
+		return op
+	}
+	ttl := func(call, now int64, key string, out model.Output) Op {
+		return do(4, call, call+1, now, model.Input{Kind: model.TTL, Key: key}, out)
+	}
+	history := func(reads ...Op) []Op {
+		h := []Op{lost(0, "{g}a"), lost(1, "{g}b"), lost(2, "{g}c")}
+		for i := range 300 { // later calls step the run, not each of its members
+			h = append(h, do(3, int64(4+2*i), int64(5+2*i), t0+int64(i), incr("{g}d"), model.Output{Int: int64(i + 1)}))
+		}
+		return append(h, reads...)
+	}
+	left := func(ms int64) model.Output { return model.Output{TTLMillis: ms} }
+	gone := model.Output{Err: model.ErrNotFound}
+	for _, c := range []checkCase{
+		{name: "each written at a time of its own", verdict: Ok, history: history(
+			ttl(1000, t0+window/2, "{g}a", left(100)), ttl(1002, t0+window/2, "{g}b", left(900)),
+			ttl(1004, t0+window/2, "{g}c", left(500)),
+		)},
+		{name: "one not written", verdict: Ok, history: history(
+			ttl(1000, t0+window/2, "{g}a", left(100)), ttl(1002, t0+window/2, "{g}b", gone),
+			ttl(1004, t0+window/2, "{g}c", left(500)),
+		)},
+		{name: "a deadline no time of the window gives", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+			ttl(1000, t0+window/2, "{g}a", left(100)),
+			ttl(1002, t0+window+5, "{g}b", left(1000)), // ran at now: after the window
+		)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(c.history, 0)
+			require.NoError(t, res.Err)
+			require.Equal(t, c.verdict, res.Verdict, "%s\n%s", res, res.Description)
+			if c.verdict == Illegal {
+				require.Equal(t, c.partition, res.Partition)
+				require.Contains(t, res.Description, c.mentions)
+			}
+		})
+	}
+}
+
+// A step the search cannot finish in time ends the search: a lost write
+// that reads a run's deadline (so keeps it) and sets another from its own
+// time makes rows that vary in both, stepped one member of the run at a
+// time, and a run and a window of a hundred million milliseconds each
+// would take hours.
+func TestSearchStopsInsideALongStep(t *testing.T) {
+	lost := func(c int, read, write string) Op {
+		op := unknown(c, 1, t0, model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.Get, Key: read},
+			{Kind: model.Set, Key: write, Value: model.Int(1), TTLMillis: 1000},
+		}})
 		op.NowLatest = t0 + 100_000_000
 		return op
 	}
-	res := Check([]Op{lost(0, "{g}a"), lost(1, "{g}b"), do(2, 2, 3, t0, get("{g}a"), notFound)}, 50*time.Millisecond)
+	res := Check([]Op{lost(0, "{g}b", "{g}a"), lost(1, "{g}a", "{g}b"), do(2, 2, 3, t0, get("{g}a"), notFound)}, 50*time.Millisecond)
 	require.NoError(t, res.Err)
 	require.Equal(t, Unknown, res.Verdict, "%s", res.Description)
 	require.Contains(t, res.Description, "ran out of time")
