@@ -22,9 +22,9 @@ import (
 // run, or such a window, in pieces within which the model treats every
 // deadline or time alike:
 //
-//   - A call that names no key of an axis (it neither reads nor writes
-//     them) passes that axis through: the rest is stepped, and each row it
-//     gives keeps the axis (nextBesideAxes).
+//   - A call that reads no key of an axis passes that axis through, less
+//     the keys it writes blind (a Set; a lost Del): the rest is stepped,
+//     and each row it gives keeps the axis (nextBesideAxes).
 //   - A deadline is compared with the time a call runs at (live when it is
 //     later) and nothing else: a run of deadlines splits where one of them
 //     passes the call's time, a window of times at the row's deadlines.
@@ -38,7 +38,7 @@ import (
 //
 // Anything else (answers that differ at the two ends, such as a TTL read,
 // or rows that carry both a run's deadline and the call's time, such as a
-// deadline kept beside one set from the time, or a lost call that names
+// deadline kept beside one set from the time, or a lost call that reads
 // keys of several axes) is stepped one member at a time, as before.
 // TestRunsStepAsTheirMembers checks all of this against stepping every
 // member alone.
@@ -323,27 +323,36 @@ func (p partition) movesAlong(c0 cell, o0 model.Output, lo []int64, span []axis,
 	return moves, true
 }
 
-// nextBesideAxes is next from s, a group's run, for a call that names no
-// key of some of its axes: the model neither reads nor writes those keys
-// for it (nor does its answer depend on them), so those axes pass through.
-// The rest of the run is stepped, and each row that gives keeps them.
-// False when the call names a key of every axis, or may touch keys it
-// does not name (a sweep, a scan).
+// nextBesideAxes is next from s, a group's run, for a call that reads no
+// key of some of its axes: the model does not read those keys for it (nor
+// does its answer depend on them), and the keys it writes there it writes
+// blind, to rows that do not depend on what was there, so those axes pass
+// through, less those keys. The rest of the run is stepped, and each row
+// that gives keeps them. (A lost call may not have run: a row it left as
+// it was keeps the axes whole.) False when the call reads a key of every
+// axis, or may touch keys it does not name (a sweep, a scan).
 func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() bool) ([]pstate, bool) {
 	if !p.group {
 		return nil, false
 	}
-	names, all := namedKeys(st.in)
+	reads, writes, all := namedKeys(st.in, st.unknown)
 	if all {
 		return nil, false
 	}
-	var named, beside []axis
+	var named, beside, left []axis
 	for _, a := range axes {
-		if slices.ContainsFunc(a.keys, func(k string) bool { return names[k] }) {
+		if slices.ContainsFunc(a.keys, func(k string) bool { return reads[k] }) {
 			named = append(named, a)
-		} else {
-			beside = append(beside, a)
+			continue
 		}
+		beside = append(beside, a)
+		kept := axis{span: a.span}
+		for _, k := range a.keys {
+			if !writes[k] {
+				kept.keys = append(kept.keys, k)
+			}
+		}
+		left = append(left, kept)
 	}
 	if len(beside) == 0 {
 		return nil, false
@@ -355,7 +364,11 @@ func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() b
 		if len(r.cands) != 1 {
 			return nil, false // a row a power loss could roll back to: no run
 		}
-		c := p.box(r.cur, append(p.axes(r.cur), beside...))
+		keep := left
+		if st.unknown && r.cur == rest {
+			keep = beside // not run
+		}
+		c := p.box(r.cur, append(p.axes(r.cur), keep...))
 		out = append(out, makeState(c, []cell{c}))
 	}
 	if next == nil {
@@ -364,23 +377,39 @@ func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() b
 	return p.merge(out), true
 }
 
-// namedKeys returns the keys in names (an Update's or a flush's, its
-// calls'), and all true when it may read or write keys it does not name:
-// a sweep, a scan, or a kind this does not know.
-func namedKeys(in model.Input) (names map[string]bool, all bool) {
-	names = map[string]bool{}
-	var walk func(model.Input) bool
-	walk = func(in model.Input) bool {
+// namedKeys returns the keys in reads (an Update's or a flush's, its
+// calls') whose rows decide what it does or answers, and those in writes
+// that it writes blind, to rows that do not depend on what was there: a
+// Set, and a Del whose answer (a count of rows that were live) was lost,
+// each alone, not refused. (In an Update a write may be rolled back, by
+// the Update's abort or by another call's error, so it counts as a read.)
+// all is true when it may read or write keys it does not name: a sweep, a
+// scan, or a kind this does not know.
+func namedKeys(in model.Input, lost bool) (reads, writes map[string]bool, all bool) {
+	reads, writes = map[string]bool{}, map[string]bool{}
+	blind := !model.Refuses(in)
+	var walk func(model.Input, bool) bool
+	walk = func(in model.Input, alone bool) bool {
 		switch in.Kind {
-		case model.Get, model.Set, model.IncrBy, model.CAS, model.Expire, model.TTL:
-			names[in.Key] = true
+		case model.Get, model.IncrBy, model.CAS, model.Expire, model.TTL:
+			reads[in.Key] = true
+		case model.Set:
+			if alone && blind {
+				writes[in.Key] = true
+			} else {
+				reads[in.Key] = true
+			}
 		case model.Del:
 			for _, k := range in.Keys {
-				names[k] = true
+				if alone && blind && lost {
+					writes[k] = true
+				} else {
+					reads[k] = true
+				}
 			}
 		case model.Update, model.Flush:
 			for _, op := range in.Ops {
-				if !walk(op) {
+				if !walk(op, false) {
 					return false
 				}
 			}
@@ -389,7 +418,7 @@ func namedKeys(in model.Input) (names map[string]bool, all bool) {
 		}
 		return true
 	}
-	return names, !walk(in)
+	return reads, writes, !walk(in, true)
 }
 
 // nextInWindow is next from s, one row, for a call whose answer was lost

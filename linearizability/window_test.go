@@ -348,8 +348,13 @@ func TestLostWritesOfSeveralKeysAreOneRun(t *testing.T) {
 	ttl := func(call, now int64, key string, out model.Output) Op {
 		return do(4, call, call+1, now, model.Input{Kind: model.TTL, Key: key}, out)
 	}
-	history := func(reads ...Op) []Op {
+	lostDel := unknown(5, 2, t0, model.Input{Kind: model.Del, Keys: []string{"{g}a", "{g}b"}})
+	lostDel.NowLatest = t0 + window
+	history := func(del bool, reads ...Op) []Op {
 		h := []Op{lost(0, "{g}a"), lost(1, "{g}b"), lost(2, "{g}c")}
+		if del {
+			h = append(h, lostDel)
+		}
 		for i := range 300 { // later calls step the run, not each of its members
 			h = append(h, do(3, int64(4+2*i), int64(5+2*i), t0+int64(i), incr("{g}d"), model.Output{Int: int64(i + 1)}))
 		}
@@ -358,17 +363,27 @@ func TestLostWritesOfSeveralKeysAreOneRun(t *testing.T) {
 	left := func(ms int64) model.Output { return model.Output{TTLMillis: ms} }
 	gone := model.Output{Err: model.ErrNotFound}
 	for _, c := range []checkCase{
-		{name: "each written at a time of its own", verdict: Ok, history: history(
+		{name: "each written at a time of its own", verdict: Ok, history: history(false,
 			ttl(1000, t0+window/2, "{g}a", left(100)), ttl(1002, t0+window/2, "{g}b", left(900)),
 			ttl(1004, t0+window/2, "{g}c", left(500)),
 		)},
-		{name: "one not written", verdict: Ok, history: history(
+		{name: "one not written", verdict: Ok, history: history(false,
 			ttl(1000, t0+window/2, "{g}a", left(100)), ttl(1002, t0+window/2, "{g}b", gone),
 			ttl(1004, t0+window/2, "{g}c", left(500)),
 		)},
-		{name: "a deadline no time of the window gives", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+		{name: "a deadline no time of the window gives", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(false,
 			ttl(1000, t0+window/2, "{g}a", left(100)),
 			ttl(1002, t0+window+5, "{g}b", left(1000)), // ran at now: after the window
+		)},
+		// A lost delete of keys of two axes passes both through, less
+		// what it deleted.
+		{name: "and a lost delete of two of them", verdict: Ok, history: history(true,
+			ttl(1000, t0+window/2, "{g}a", gone), ttl(1002, t0+window/2, "{g}b", left(900)),
+			ttl(1004, t0+window/2, "{g}c", left(500)),
+		)},
+		{name: "and a lost delete, read after the window", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(true,
+			ttl(1000, t0+window/2, "{g}a", gone),
+			ttl(1002, t0+window+5, "{g}b", left(1000)),
 		)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
