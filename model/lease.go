@@ -2,6 +2,7 @@ package model
 
 func lease(s *State, name, owner string, ttlMillis, nowMillis int64) Output {
 	row, ok := s.Leases[name]
+	extended := false
 	switch {
 	case !ok:
 		row = LeaseRow{Token: 1}
@@ -9,11 +10,13 @@ func lease(s *State, name, owner string, ttlMillis, nowMillis int64) Output {
 		row.Token++
 	case row.Owner != owner:
 		return Output{Err: ErrLeaseHeld, Owner: row.Owner, ExpiresAt: row.ExpiresAt}
+	default:
+		extended = true
 	}
 	row.Owner = owner
 	row.ExpiresAt = nowMillis + ttlMillis
 	s.Leases[name] = row
-	return Output{Token: row.Token, ExpiresAt: row.ExpiresAt}
+	return Output{Token: row.Token, ExpiresAt: row.ExpiresAt, OK: extended}
 }
 
 // held returns the lease row when owner holds it with token at now.

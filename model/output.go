@@ -82,8 +82,9 @@ func (e ErrKind) aborts() bool { return e != ErrNone && e != ErrNotFound }
 //	CAS, Expire     OK
 //	Del, Sweep      N
 //	TTL             TTLMillis (NoExpiry when there is no deadline)
-//	Lease           Token, ExpiresAt; on ErrLeaseHeld Owner and ExpiresAt
-//	                of the holder
+//	Lease           Token, ExpiresAt, OK (the lease was live and held by
+//	                the same owner: extended, its token kept); on
+//	                ErrLeaseHeld Owner and ExpiresAt of the holder
 //	Renew           ExpiresAt
 //	Update, Flush   Sub: one Output per sub-input run (an aborted Update
 //	                stops after the failing one)
@@ -144,7 +145,7 @@ func Matches(in Input, want, got Output) bool {
 	case Lease:
 		switch want.Err {
 		case ErrNone:
-			return want.Token == got.Token && want.ExpiresAt == got.ExpiresAt
+			return want.Token == got.Token && want.ExpiresAt == got.ExpiresAt && want.OK == got.OK
 		case ErrLeaseHeld:
 			return got.Owner == "" || (want.Owner == got.Owner && want.ExpiresAt == got.ExpiresAt)
 		}
@@ -197,6 +198,9 @@ func describeOutput(in Input, out Output) string {
 		}
 		return strconv.FormatInt(out.TTLMillis, 10) + "ms"
 	case Lease:
+		if out.OK {
+			return fmt.Sprintf("#%d until %d, extended", out.Token, out.ExpiresAt)
+		}
 		return fmt.Sprintf("#%d until %d", out.Token, out.ExpiresAt)
 	case Renew:
 		return fmt.Sprintf("until %d", out.ExpiresAt)

@@ -185,10 +185,10 @@ func TestLease(t *testing.T) {
 	runSteps(t, []stepCase{
 		{"first grant is token 1", NewState(), Input{Kind: Lease, Key: "l", Owner: "o1", TTLMillis: 100},
 			st(nil, map[string]LeaseRow{"l": {Owner: "o1", Token: 1, ExpiresAt: now + 100}}), Output{Token: 1, ExpiresAt: now + 100}},
-		{"same owner while live: same token, new deadline", st(nil, map[string]LeaseRow{"l": held}), Input{Kind: Lease, Key: "l", Owner: "o1", TTLMillis: 300},
-			st(nil, map[string]LeaseRow{"l": {Owner: "o1", Token: 3, ExpiresAt: now + 300}}), Output{Token: 3, ExpiresAt: now + 300}},
+		{"same owner while live: same token, new deadline, extended", st(nil, map[string]LeaseRow{"l": held}), Input{Kind: Lease, Key: "l", Owner: "o1", TTLMillis: 300},
+			st(nil, map[string]LeaseRow{"l": {Owner: "o1", Token: 3, ExpiresAt: now + 300}}), Output{Token: 3, ExpiresAt: now + 300, OK: true}},
 		{"same owner may shorten", st(nil, map[string]LeaseRow{"l": held}), Input{Kind: Lease, Key: "l", Owner: "o1", TTLMillis: 10},
-			st(nil, map[string]LeaseRow{"l": {Owner: "o1", Token: 3, ExpiresAt: now + 10}}), Output{Token: 3, ExpiresAt: now + 10}},
+			st(nil, map[string]LeaseRow{"l": {Owner: "o1", Token: 3, ExpiresAt: now + 10}}), Output{Token: 3, ExpiresAt: now + 10, OK: true}},
 		{"other owner while live is held", st(nil, map[string]LeaseRow{"l": held}), Input{Kind: Lease, Key: "l", Owner: "o2", TTLMillis: 100},
 			st(nil, map[string]LeaseRow{"l": held}), Output{Err: ErrLeaseHeld, Owner: "o1", ExpiresAt: now + 100}},
 		{"other owner at the deadline gets next token", st(nil, map[string]LeaseRow{"l": held}), Input{Kind: Lease, Key: "l", Owner: "o2", TTLMillis: 100, NowMillis: now + 100},

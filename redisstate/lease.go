@@ -192,10 +192,12 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	case codeOK:
 		token, err1 := r.int(1)
 		until, err2 := r.int(2)
-		if err := errors.Join(err1, err2); err != nil {
+		extended, err3 := r.int(3)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, err
 		}
-		return &state.Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(until)}, nil
+		return &state.Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(until),
+			Extended: extended == 1}, nil
 	case codeHeld:
 		holder, err1 := r.str(1)
 		until, err2 := r.int(2)

@@ -229,7 +229,8 @@ func (t *tx) Lease(name, owner string, ttl int64) (*state.Lease, error) {
 	}
 	ls.exists, ls.owner, ls.expires, ls.dirty = true, owner, after(ttl), true
 	t.granted = true
-	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(t.now + ttl)}, nil
+	return &state.Lease{Name: name, Owner: owner, Token: ls.token, Expires: time.UnixMilli(t.now + ttl),
+		Extended: live}, nil
 }
 
 // held returns l's lease state when l is live, or ErrLeaseLost.

@@ -14,11 +14,13 @@ import (
 const (
 	// leaseGrantSQL grants a free lease (never granted, expired or
 	// released: expires_at <= now) with the next token, or extends a live
-	// lease of the same owner keeping its token. A live lease of another
-	// owner matches no row. ?4 is now.
+	// lease of the same owner keeping its token, and then tells the
+	// engine so through statekit_extended with ?5, the grant's number
+	// (extended.go). A live lease of another owner matches no row. ?4 is
+	// now.
 	leaseGrantSQL = `INSERT INTO leases(name, owner, token, expires_at) VALUES (?1, ?2, 1, ?3)
 ON CONFLICT(name) DO UPDATE SET
-	token = CASE WHEN leases.expires_at > ?4 THEN leases.token ELSE leases.token + 1 END,
+	token = CASE WHEN leases.expires_at > ?4 THEN statekit_extended(?5, leases.token) ELSE leases.token + 1 END,
 	owner = excluded.owner,
 	expires_at = excluded.expires_at
 WHERE leases.expires_at <= ?4 OR leases.owner = excluded.owner
@@ -44,16 +46,23 @@ type Lease struct {
 	Owner   string    // who holds it
 	Token   int64     // fencing token: higher than every token granted before under Name
 	Expires time.Time // when it ends unless renewed, in the engine's time
+	// Extended is set on a Lease returned by a grant that found the lease
+	// live and held by the same owner: it kept its token and moved its
+	// deadline (a retry, or another copy that passes the same owner). It
+	// is false for a new grant, whose token is new.
+	Extended bool
 }
 
 // Lease grants the lease name to owner for ttl and returns it with its
 // fencing token. A free name (never granted, expired or released) gets the
 // last token + 1, starting at 1. The same owner asking again while its lease
 // is live gets the same lease and token with the deadline moved to now+ttl,
-// so a retry after a lost reply is safe. An owner therefore names one
-// holder: two copies of a job that pass the same owner both get the lease,
-// with the same token, so each copy needs an owner of its own (statectl
-// run's default is HOST:PID). A grant is durable before Lease returns (the
+// so a retry after a lost reply is safe; its Lease has Extended set. An
+// owner therefore names one holder: two copies of a job that pass the same
+// owner both get the lease, with the same token, so each copy needs an
+// owner of its own (statectl run's default is HOST:PID), or a copy whose
+// first grant comes back Extended must take it for another copy's lease
+// and back off, as statectl run does. A grant is durable before Lease returns (the
 // engine syncs the WAL after its COMMIT), so a power loss never hands a
 // token out twice.
 //
@@ -200,8 +209,11 @@ func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int6
 		return db.bugLeaseTwoStatements(ctx, now, name, owner, ttl)
 	}
 	var token int64
+	var extended bool
 	for tries := 1; ; tries++ {
-		err := db.st.leaseGrant.QueryRowContext(ctx, name, owner, now+ttl, now).Scan(&token)
+		id := grantNumbers.Add(1)
+		err := db.st.leaseGrant.QueryRowContext(ctx, name, owner, now+ttl, now, id).Scan(&token)
+		extended = tookExtended(id)
 		if errors.Is(err, sql.ErrNoRows) {
 			// The holder is read in a second statement: another process may
 			// have released the lease, or lost it, in between. Report it
@@ -222,7 +234,7 @@ func (db *DB) lease(ctx context.Context, now int64, name, owner string, ttl int6
 	if token < 1 {
 		panic(fmt.Sprintf("statekit: lease %q granted token %d", name, token))
 	}
-	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
+	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl), Extended: extended}, nil
 }
 
 // leaseGrantTries bounds how often Lease asks again when the holder it was

@@ -53,11 +53,14 @@ func TestLeaseSameOwnerRetryKeepsToken(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, l.Token, again.Token, "a retry while live is the same lease")
 		assert.Equal(t, f.nowMillis()+3000, again.Expires.UnixMilli(), "its deadline is now+ttl")
+		assert.False(t, l.Extended, "the first grant is new")
+		assert.True(t, again.Extended, "the retry extended it")
 
 		f.clock.Advance(3 * time.Second)
 		after, err := f.db.Lease(f.ctx, "job", "a", time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, l.Token+1, after.Token, "once expired, the same owner gets a new grant")
+		assert.False(t, after.Extended, "at its deadline the lease is free: a new grant")
 	})
 }
 

@@ -83,7 +83,8 @@ func (db *DB) bugLeaseTwoStatements(ctx context.Context, now int64, name, owner 
 	if _, err := db.st.bugLeaseInsert.ExecContext(ctx, name, owner, token, now+ttl); err != nil {
 		return nil, classify(ctx, err)
 	}
-	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl)}, nil
+	extended := err == nil && at > now
+	return &Lease{Name: name, Owner: owner, Token: token, Expires: time.UnixMilli(now + ttl), Extended: extended}, nil
 }
 
 // bugLeakError moves the first statement error of a group to the next verb

@@ -22,7 +22,10 @@ import (
 // (nor the first to end release the lease under the other). run tells the
 // two apart by watching the lease: a live holder renews it before a third
 // of its time left has passed, so a lease whose deadline has not moved
-// when half of its time left has passed is taken over.
+// when half of its time left has passed is taken over. Two runs of one
+// owner may both find the lease free at the same moment: the grant that
+// comes second extends the first one's lease (Lease.Extended), and its
+// run goes back to watching it rather than run the command.
 
 // waiter is run's wait for the lease or the file, up to --wait.
 type waiter struct {
@@ -87,6 +90,12 @@ func acquire(db *state.DB, w *waiter) (*state.Lease, time.Time, error) {
 		}
 		start := time.Now()
 		l, err := db.Lease(ctx, w.o.lease, w.o.owner, w.o.ttl)
+		if err == nil && l.Extended {
+			// Another run of this owner was granted the lease after
+			// reclaim looked, and this grant extended it, with its token:
+			// that run's lease, which reclaim now watches.
+			continue
+		}
 		if err == nil {
 			return l, start, nil
 		}

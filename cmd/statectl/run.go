@@ -59,9 +59,9 @@ held by its own owner watches it for up to half its time left. If it is renewed,
 owner holds it, and run exits 75 (or waits) as for another owner. If not, the
 run that held it died (a supervisor restarted with its --owner), and run
 takes the lease over at once with a new token, not waiting out its ttl. Two
-runs of one owner started at the same moment on a free lease both get it (a
-grant to the same owner extends its lease): give copies that may start
-together owners of their own, as the default does.`,
+runs of one owner that find the lease free at the same moment do not both
+run CMD: the second grant extends the first one's lease, and its run watches
+that lease as above.`,
 	example: `
 $ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh
 $ statectl run app.state --lease nightly --ttl 30s -- ./nightly.sh

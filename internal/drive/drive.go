@@ -196,7 +196,7 @@ func one(v verbs, in model.Input) (model.Output, error) {
 		var l *state.Lease
 		l, err = v.Lease(in.Key, in.Owner, millis(in.TTLMillis))
 		if l != nil {
-			out.Token, out.ExpiresAt = l.Token, l.Expires.UnixMilli()
+			out.Token, out.ExpiresAt, out.OK = l.Token, l.Expires.UnixMilli(), l.Extended
 		}
 		var held *state.LeaseHeldError
 		if errors.As(err, &held) {

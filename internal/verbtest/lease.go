@@ -32,6 +32,7 @@ var leaseCases = []verbCase{
 	{"lease/grant-held-release-tokens", func(t *testing.T, e *env) {
 		l := e.lease("job", "a", time.Hour)
 		assert.Equal(t, int64(1), l.Token, "the first grant is token 1")
+		assert.False(t, l.Extended, "a new grant")
 
 		_, err := e.db.Lease(e.ctx, "job", "b", time.Minute)
 		var held *state.LeaseHeldError
@@ -47,6 +48,7 @@ var leaseCases = []verbCase{
 		require.NoError(t, e.db.Release(e.ctx, l))
 		l2 := e.lease("job", "b", time.Minute)
 		assert.Equal(t, int64(2), l2.Token, "after release: last token + 1")
+		assert.False(t, l2.Extended, "a new grant")
 		require.NoError(t, e.db.Release(e.ctx, l2))
 		l3 := e.lease("job", "a", time.Minute)
 		assert.Equal(t, int64(3), l3.Token, "the first owner again: token + 1")
@@ -57,11 +59,14 @@ var leaseCases = []verbCase{
 
 	{"lease/same-owner-regrant", func(t *testing.T, e *env) {
 		l := e.lease("job", "a", time.Minute)
+		assert.False(t, l.Extended, "a new grant")
 		again := e.lease("job", "a", time.Hour)
 		assert.Equal(t, l.Token, again.Token, "a retry while live is the same lease")
+		assert.True(t, again.Extended, "the same owner's live lease, extended")
 		assert.True(t, again.Expires.After(l.Expires), "with the deadline moved to now+ttl")
 		shorter := e.lease("job", "a", time.Second)
 		assert.Equal(t, l.Token, shorter.Token)
+		assert.True(t, shorter.Extended)
 		assert.True(t, shorter.Expires.Before(again.Expires), "even earlier: the deadline is now+ttl")
 		_, err := e.db.Lease(e.ctx, "job", "b", time.Minute)
 		assert.ErrorIs(t, err, state.ErrLeaseHeld)
@@ -115,6 +120,7 @@ var leaseCases = []verbCase{
 
 		l2 := e.lease("job", "a", time.Minute)
 		assert.Equal(t, int64(2), l2.Token, "the same owner after its release gets a new token")
+		assert.False(t, l2.Extended, "a released lease is granted anew, not extended")
 		assert.ErrorIs(t, e.db.Renew(e.ctx, l, time.Second), state.ErrLeaseLost, "the old token stays lost")
 		assert.ErrorIs(t, e.db.Release(e.ctx, l), state.ErrLeaseLost)
 		require.NoError(t, e.db.Renew(e.ctx, l2, time.Minute))
@@ -170,6 +176,7 @@ var leaseCases = []verbCase{
 		assert.ErrorIs(t, e.db.Renew(e.ctx, l, time.Minute), state.ErrLeaseLost, "expired at its deadline")
 		after := e.lease("job", "a", time.Minute)
 		assert.Equal(t, l.Token+1, after.Token, "once expired, the same owner gets a new grant")
+		assert.False(t, after.Extended, "an expired lease is granted anew, not extended")
 		assert.ErrorIs(t, e.db.Release(e.ctx, l), state.ErrLeaseLost, "the old grant stays lost")
 		require.NoError(t, e.db.Release(e.ctx, after))
 	}},

@@ -122,6 +122,9 @@ var txCases = []verbCase{
 			if err != nil || again.Token != l.Token {
 				return errors.Join(err, errors.New("a same-owner regrant inside a tx changed the token"))
 			}
+			if l.Extended || !again.Extended {
+				return fmt.Errorf("inside a tx: the first grant extended=%v (want false), the regrant extended=%v (want true)", l.Extended, again.Extended)
+			}
 			_, err = tx.Lease("job", "other", time.Minute)
 			var held *state.LeaseHeldError
 			if !errors.As(err, &held) || held.Owner != "me" {
