@@ -24,7 +24,10 @@ import (
 //
 //   - A call that reads no key of an axis passes that axis through, less
 //     the keys it writes blind (a Set; a lost Del): the rest is stepped,
-//     and each row it gives keeps the axis (nextBesideAxes).
+//     and each row it gives keeps the axis (nextBesideAxes). A group's
+//     scan, checked by one key's rows, reads that key alone.
+//   - A read whose answer is a part per key is read on a box axis by axis
+//     (readaxes.go).
 //   - A deadline is compared with the time a call runs at (live when it is
 //     later) and nothing else: a run of deadlines splits where one of them
 //     passes the call's time, a window of times at the row's deadlines.
@@ -38,8 +41,9 @@ import (
 //
 // Anything else (answers that differ at the two ends, such as a TTL read,
 // or rows that carry both a run's deadline and the call's time, such as a
-// deadline kept beside one set from the time, or a lost call that reads
-// keys of several axes) is stepped one member at a time, as before.
+// deadline kept beside one set from the time, or a call other than such a
+// read that reads keys of several axes) is stepped one member at a time,
+// as before.
 // TestRunsStepAsTheirMembers checks all of this against stepping every
 // member alone.
 
@@ -228,7 +232,8 @@ func (p partition) runInPieces(s pstate, st *step, late func() bool) []pstate {
 // one of its deadlines passes the call's time, and each box of pieces is
 // stepped by its lowest row and its far end along each axis (each of the
 // row's deadlines then stays, or moves with one axis), or, when the
-// answers there differ, one member at a time.
+// answers there differ, a read whose answer is a part per key axis by axis
+// (readByAxes), and anything else one member at a time.
 func (p partition) boxInPieces(s pstate, axes []axis, st *step, late func() bool) []pstate {
 	now := st.in.NowMillis
 	pieces := make([][][2]int64, len(axes)) // of each axis, by how far it moved
@@ -259,9 +264,19 @@ func (p partition) boxInPieces(s pstate, axes []axis, st *step, late func() bool
 		}
 		c0, o0 := stepAt(lo)
 		moves, alike := p.movesAlong(c0, o0, lo, span, stepAt)
-		if alike {
+		byAxes := false
+		if !alike {
+			if agree, ok := readParts(st); ok {
+				var read []pstate
+				read, byAxes = p.readByAxes(s.cur, axes, lo, span, st, agree, late)
+				out = append(out, read...)
+			}
+		}
+		switch {
+		case alike:
 			keep(p.box(c0, moves), o0)
-		} else {
+		case byAxes: // a read, axis by axis (readaxes.go)
+		default:
 			stopped := false
 			// The piece's members, one at a time.
 			p.eachMember(p.box(p.at(s.cur, axes, lo), span), func(c cell) bool {
@@ -336,6 +351,11 @@ func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() b
 		return nil, false
 	}
 	reads, writes, all := namedKeys(st.in, st.unknown)
+	if st.in.Kind == model.Scan && st.only != "" {
+		// A group's scan is checked by the rows of one key (project.go)
+		// and writes nothing: it reads that key alone.
+		reads, writes, all = map[string]bool{st.only: true}, nil, false
+	}
 	if all {
 		return nil, false
 	}

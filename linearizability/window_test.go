@@ -124,8 +124,13 @@ func drawRunInput(t *rapid.T, p partition, inUpdate bool) model.Input {
 		return model.Input{Kind: model.Sweep}
 	case 10:
 		ops := make([]model.Input, rapid.IntRange(1, 3).Draw(t, "ops"))
+		reads := rapid.IntRange(0, 2).Draw(t, "reads only") == 0 // a part per key: readaxes.go
 		for i := range ops {
 			ops[i] = drawRunInput(t, p, true)
+			if reads {
+				kind := rapid.SampledFrom([]model.Kind{model.Get, model.TTL}).Draw(t, "read")
+				ops[i] = model.Input{Kind: kind, Key: rapid.SampledFrom(groupRunKeys).Draw(t, "read key")}
+			}
 		}
 		return model.Input{Kind: model.Update, Ops: ops, Abort: rapid.IntRange(0, 4).Draw(t, "abort") == 0}
 	}
@@ -178,63 +183,110 @@ func TestRunsStepAsTheirMembers(t *testing.T) {
 
 func runsStepAsTheirMembers(t *testing.T, p partition) {
 	rapid.Check(t, func(t *rapid.T) {
-		from := drawRunCell(t, p)
-		s := makeState(from, []cell{from})
-		members := p.members(s)
-		st := &step{event: Verb, final: true, in: drawRunInput(t, p, false)}
-		st.in.NowMillis = runT0 + rapid.Int64Range(-6, 12).Draw(t, "now")
-		var want []pstate
-		if rapid.Bool().Draw(t, "unknown") {
-			st.unknown = true
-			st.nowLatest = st.in.NowMillis + rapid.Int64Range(0, 8).Draw(t, "window")
-			for _, m := range members {
-				want = append(want, m)
-				for tm := st.in.NowMillis; tm <= st.nowLatest; tm++ {
-					in := st.in
-					in.NowMillis = tm
-					if p.group && in.Kind == model.Sweep {
-						// Cut short, a sweep may have deleted any of the
-						// group's expired rows (partialSweeps).
-						want = append(want, sweptSome(p, m.cur, tm)...)
-						continue
-					}
-					next, _ := model.Step(p.toState(m.cur), in)
-					c := p.fromState(next)
-					want = append(want, makeState(c, []cell{c}))
-				}
-			}
-		} else {
-			// Answered as one member, drawn, answers: some members may
-			// answer alike.
-			st.check = true
-			_, st.want = model.Step(p.toState(members[rapid.IntRange(0, len(members)-1).Draw(t, "answering")].cur), st.in)
-			for _, m := range members {
-				next, out := model.Step(p.toState(m.cur), st.in)
-				if st.matches(out) {
-					c := p.fromState(next)
-					want = append(want, makeState(c, []cell{c}))
-				}
-			}
-		}
-		got := p.next(s, st, nil)
-		require.Equal(t, rowsOf(t, p, want), rowsOf(t, p, got), "%s from %s: got %v", st, p.describeState(s), got)
-
-		// Canonical for a key or a lease: merging the members one by one,
-		// in any order, gives what merging the runs gives. (One row of a
-		// group may join a run of any of its deadlines, so it joins none.)
-		if p.group {
-			return
-		}
-		var single []pstate
-		for _, g := range got {
-			single = append(single, p.members(g)...)
-		}
-		order := rapid.Permutation(single).Draw(t, "order")
-		a, b := p.merge(order), p.merge(got)
-		slices.SortFunc(a, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
-		slices.SortFunc(b, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
-		require.Equal(t, a, b)
+		stepsAsMembers(t, p, drawRunCell(t, p), drawRunInput(t, p, false))
 	})
+}
+
+// A read whose answer is a part per key, of a box of two or three axes,
+// is read axis by axis (readaxes.go): what it gives is what stepping each
+// member gives. Such boxes are a small part of what drawRunCell draws.
+func TestReadsOfABoxStepAsTheirMembers(t *testing.T) {
+	p := partition{group: true, key: "g"}
+	rapid.Check(t, func(t *rapid.T) {
+		rows := map[string]model.Entry{}
+		axes := make([]axis, 3)
+		for _, k := range groupRunKeys {
+			rows[k] = model.Entry{Value: model.Int(rapid.Int64Range(0, 1).Draw(t, k+" value")),
+				ExpiresAt: runT0 + rapid.Int64Range(-4, 6).Draw(t, k+" deadline")}
+			i := rapid.IntRange(0, 2).Draw(t, k+" axis")
+			axes[i].keys = append(axes[i].keys, k)
+		}
+		for i := range axes {
+			axes[i].span = rapid.Int64Range(1, 6).Draw(t, "span")
+		}
+		c := cell{has: true, rows: encodeRows(rows, func(string) bool { return true })}
+		var in model.Input
+		if rapid.Bool().Draw(t, "scan") {
+			in = model.Input{Kind: model.Scan, All: rapid.Bool().Draw(t, "all")}
+		} else {
+			in = model.Input{Kind: model.Update, Abort: rapid.IntRange(0, 4).Draw(t, "abort") == 0}
+			for range rapid.IntRange(1, 4).Draw(t, "reads") {
+				kind := rapid.SampledFrom([]model.Kind{model.Get, model.TTL}).Draw(t, "read")
+				in.Ops = append(in.Ops, model.Input{Kind: kind, Key: rapid.SampledFrom(groupRunKeys).Draw(t, "read key")})
+			}
+		}
+		stepsAsMembers(t, p, p.box(c, axes), in)
+	})
+}
+
+// stepsAsMembers checks that stepping from, a row or a run of p, with in
+// (at a time drawn, known or lost over a window drawn) gives what stepping
+// each of its members gives.
+func stepsAsMembers(t *rapid.T, p partition, from cell, in model.Input) {
+	s := makeState(from, []cell{from})
+	members := p.members(s)
+	st := &step{event: Verb, final: true, in: in}
+	st.in.NowMillis = runT0 + rapid.Int64Range(-6, 12).Draw(t, "now")
+	if p.group && st.in.Kind == model.Scan && rapid.Bool().Draw(t, "one key's rows") {
+		st.only = rapid.SampledFrom(groupRunKeys).Draw(t, "only") // as a group's scan is checked
+	}
+	if st.in.Kind == model.Update && rapid.Bool().Draw(t, "some answers checked") {
+		st.subCheck = rapid.SliceOfN(rapid.Bool(), len(st.in.Ops), len(st.in.Ops)).Draw(t, "checked")
+	}
+	var want []pstate
+	if rapid.Bool().Draw(t, "unknown") {
+		st.unknown = true
+		st.nowLatest = st.in.NowMillis + rapid.Int64Range(0, 8).Draw(t, "window")
+		for _, m := range members {
+			want = append(want, m)
+			for tm := st.in.NowMillis; tm <= st.nowLatest; tm++ {
+				in := st.in
+				in.NowMillis = tm
+				if p.group && in.Kind == model.Sweep {
+					// Cut short, a sweep may have deleted any of the
+					// group's expired rows (partialSweeps).
+					want = append(want, sweptSome(p, m.cur, tm)...)
+					continue
+				}
+				next, _ := model.Step(p.toState(m.cur), in)
+				c := p.fromState(next)
+				want = append(want, makeState(c, []cell{c}))
+			}
+		}
+	} else {
+		// Answered as one member, drawn, answers: some members may
+		// answer alike.
+		st.check = true
+		_, st.want = model.Step(p.toState(members[rapid.IntRange(0, len(members)-1).Draw(t, "answering")].cur), st.in)
+		if st.only != "" {
+			st.want.Rows = slices.DeleteFunc(st.want.Rows, func(r model.KeyRow) bool { return r.Key != st.only })
+		}
+		for _, m := range members {
+			next, out := model.Step(p.toState(m.cur), st.in)
+			if st.matches(out) {
+				c := p.fromState(next)
+				want = append(want, makeState(c, []cell{c}))
+			}
+		}
+	}
+	got := p.next(s, st, nil)
+	require.Equal(t, rowsOf(t, p, want), rowsOf(t, p, got), "%s from %s: got %v", st, p.describeState(s), got)
+
+	// Canonical for a key or a lease: merging the members one by one,
+	// in any order, gives what merging the runs gives. (One row of a
+	// group may join a run of any of its deadlines, so it joins none.)
+	if p.group {
+		return
+	}
+	var single []pstate
+	for _, g := range got {
+		single = append(single, p.members(g)...)
+	}
+	order := rapid.Permutation(single).Draw(t, "order")
+	a, b := p.merge(order), p.merge(got)
+	slices.SortFunc(a, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
+	slices.SortFunc(b, func(x, y pstate) int { return compareCells(x.cur, y.cur) })
+	require.Equal(t, a, b)
 }
 
 // A lost write with a window of seconds, which stepped one millisecond at
@@ -362,7 +414,41 @@ func TestLostWritesOfSeveralKeysAreOneRun(t *testing.T) {
 	}
 	left := func(ms int64) model.Output { return model.Output{TTLMillis: ms} }
 	gone := model.Output{Err: model.ErrNotFound}
+	// Read together, each key's answer pins its own axis (readaxes.go):
+	// stepped member by member, the box was 10,001^3 rows.
+	ttls := func(call, now int64, a, b, c model.Output) Op {
+		in := model.Input{Kind: model.Update}
+		for _, k := range []string{"{g}a", "{g}b", "{g}c"} {
+			in.Ops = append(in.Ops, model.Input{Kind: model.TTL, Key: k})
+		}
+		return do(4, call, call+1, now, in, model.Output{Sub: []model.Output{a, b, c}})
+	}
+	scan := func(call, now int64, a, b, c int64) Op {
+		row := func(k string, at int64) model.KeyRow {
+			return model.KeyRow{Key: k, Entry: model.Entry{Value: model.Int(1), ExpiresAt: at}}
+		}
+		return do(4, call, call+1, now, model.Input{Kind: model.Scan}, model.Output{Rows: []model.KeyRow{
+			row("{g}a", now+a), row("{g}b", now+b), row("{g}c", now+c),
+			{Key: "{g}d", Entry: model.Entry{Value: model.Int(300)}},
+		}})
+	}
 	for _, c := range []checkCase{
+		{name: "read together in one transaction", verdict: Ok, history: history(false,
+			ttls(1000, t0+window/2, left(100), left(900), left(500)),
+			ttls(1002, t0+window/2+50, left(50), left(850), left(450)),
+		)},
+		{name: "read together, one deadline no time of the window gives", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(false,
+			ttls(1000, t0+window+5, left(100), left(1000), left(500)),
+		)},
+		{name: "read together, then again with one moved", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(false,
+			ttls(1000, t0+window/2, left(100), left(900), left(500)),
+			ttls(1002, t0+window/2+50, left(50), left(851), left(450)),
+		)},
+		{name: "scanned", verdict: Ok, history: history(false, scan(1000, t0+window/2, 100, 900, 500))},
+		{name: "scanned, then read", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(false,
+			scan(1000, t0+window/2, 100, 900, 500),
+			ttls(1002, t0+window/2+50, left(50), left(850), left(451)),
+		)},
 		{name: "each written at a time of its own", verdict: Ok, history: history(false,
 			ttl(1000, t0+window/2, "{g}a", left(100)), ttl(1002, t0+window/2, "{g}b", left(900)),
 			ttl(1004, t0+window/2, "{g}c", left(500)),
