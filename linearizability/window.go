@@ -23,9 +23,10 @@ import (
 // deadline or time alike:
 //
 //   - A call that reads no key of an axis passes that axis through, less
-//     the keys it writes blind (a Set; a lost Del): the rest is stepped,
-//     and each row it gives keeps the axis (nextBesideAxes). A group's
-//     scan, checked by one key's rows, reads that key alone.
+//     the keys it writes blind (a Set; a lost Del; the Sets and Dels of a
+//     lost Update): the rest is stepped, and each row it gives keeps the
+//     axis (nextBesideAxes). A group's scan, checked by one key's rows,
+//     reads that key alone.
 //   - A read whose answer is a part per key is read on a box axis by axis
 //     (readaxes.go).
 //   - A deadline is compared with the time a call runs at (live when it is
@@ -401,8 +402,10 @@ func (p partition) nextBesideAxes(s pstate, axes []axis, st *step, late func() b
 // calls') whose rows decide what it does or answers, and those in writes
 // that it writes blind, to rows that do not depend on what was there: a
 // Set, and a Del whose answer (a count of rows that were live) was lost,
-// each alone, not refused. (In an Update a write may be rolled back, by
-// the Update's abort or by another call's error, so it counts as a read.)
+// not refused, alone or in an Update whose answer was lost. (An Update may
+// roll back, by its abort or by another call's error: answered, its
+// writes count as reads; lost, a rollback leaves the row as it was, which
+// a lost call may do anyway, and keeps the axes whole.)
 // all is true when it may read or write keys it does not name: a sweep, a
 // scan, or a kind this does not know.
 func namedKeys(in model.Input, lost bool) (reads, writes map[string]bool, all bool) {
@@ -414,14 +417,14 @@ func namedKeys(in model.Input, lost bool) (reads, writes map[string]bool, all bo
 		case model.Get, model.IncrBy, model.CAS, model.Expire, model.TTL:
 			reads[in.Key] = true
 		case model.Set:
-			if alone && blind {
+			if blind && (alone || lost) {
 				writes[in.Key] = true
 			} else {
 				reads[in.Key] = true
 			}
 		case model.Del:
 			for _, k := range in.Keys {
-				if alone && blind && lost {
+				if blind && lost {
 					writes[k] = true
 				} else {
 					reads[k] = true

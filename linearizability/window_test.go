@@ -484,6 +484,70 @@ func TestLostWritesOfSeveralKeysAreOneRun(t *testing.T) {
 	}
 }
 
+// A lost transaction that only writes keys of a box (a Del of one, a Set
+// of another), as a server's death leaves the calls in flight on one
+// group, writes them blind: whatever their deadlines were, it leaves one
+// row per time of its window, and the box as it was if it did not run.
+// Stepped a member of the box at a time, 1 s windows ran out of a minute
+// (100 ms: 8 s). The check runs without a time limit.
+func TestLostTransactionWritingKeysOfABox(t *testing.T) {
+	const window = 3_000 // ms
+	lost := func(c int, in model.Input) Op {
+		op := unknown(c, 1, t0, in)
+		op.NowLatest = t0 + window
+		return op
+	}
+	history := func(reads ...Op) []Op {
+		h := []Op{
+			lost(0, model.Input{Kind: model.Set, Key: "{g}a", Value: model.Int(1), TTLMillis: 1000}),
+			lost(1, model.Input{Kind: model.Set, Key: "{g}b", Value: model.Int(1), TTLMillis: 1000}),
+			lost(2, model.Input{Kind: model.Update, Ops: []model.Input{
+				{Kind: model.Del, Keys: []string{"{g}a"}},
+				{Kind: model.Set, Key: "{g}b", Value: model.Int(2), TTLMillis: 5000},
+			}}),
+		}
+		for i := range 100 {
+			h = append(h, do(3, int64(4+2*i), int64(5+2*i), t0+int64(i), incr("{g}d"), model.Output{Int: int64(i + 1)}))
+		}
+		return append(h, reads...)
+	}
+	read := func(call, now int64, a, b model.Output) Op {
+		return do(4, call, call+1, now, model.Input{Kind: model.Update, Ops: []model.Input{
+			{Kind: model.Get, Key: "{g}a"}, {Kind: model.TTL, Key: "{g}b"},
+		}}, model.Output{Sub: []model.Output{a, b}})
+	}
+	one, gone := model.Output{Value: model.Int(1)}, model.Output{Err: model.ErrNotFound}
+	left := func(ms int64) model.Output { return model.Output{TTLMillis: ms} }
+	for _, c := range []checkCase{
+		{name: "it ran", verdict: Ok, history: history(read(1000, t0+window, gone, left(4000)))},
+		{name: "it did not run", verdict: Ok, history: history(read(1000, t0+window/2, one, left(500)))},
+		{name: "it ran, then the writes of the two keys it wrote", verdict: Ok, history: history(read(1000, t0+window+10, one, left(4990)))},
+		{name: "a deadline it could not have set", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+			read(1000, t0+window, gone, left(5001)),
+		)},
+		{name: "the value it set with the other write's deadline", verdict: Illegal, partition: "g:g", mentions: "ttl", history: history(
+			do(4, 1000, 1001, t0+window, model.Input{Kind: model.Update, Ops: []model.Input{
+				{Kind: model.Get, Key: "{g}b"}, {Kind: model.TTL, Key: "{g}b"},
+			}}, model.Output{Sub: []model.Output{{Value: model.Int(2)}, left(800)}}),
+		)},
+		{name: "its value and deadline", verdict: Ok, history: history(
+			do(4, 1000, 1001, t0+window, model.Input{Kind: model.Update, Ops: []model.Input{
+				{Kind: model.Get, Key: "{g}b"}, {Kind: model.TTL, Key: "{g}b"},
+			}}, model.Output{Sub: []model.Output{{Value: model.Int(2)}, left(2800)}}),
+		)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(c.history, 0)
+			require.NoError(t, res.Err)
+			require.Equal(t, c.verdict, res.Verdict, "%s\n%s", res, res.Description)
+			if c.verdict == Illegal {
+				require.Equal(t, c.partition, res.Partition)
+				require.Contains(t, res.Description, c.mentions)
+			}
+		})
+	}
+}
+
 // A step the search cannot finish in time ends the search: a lost write
 // that reads a run's deadline (so keeps it) and sets another from its own
 // time makes rows that vary in both, stepped one member of the run at a
