@@ -211,7 +211,10 @@ func isTransferPair(a, b string) bool {
 
 // group returns a call on the key group: a Set or an IncrBy with a TTL
 // (some expire within a call or two), a Del of two or three of its keys,
-// or an Update that deletes two and sets one.
+// an Update that deletes two and sets one, or an Update that reads each
+// key, its value or its TTL (each key's answer pins that key's deadline
+// on its own, after lost writes of several of them: readaxes.go in
+// package linearizability).
 func (w *workload) group() model.Input {
 	del := func() model.Input {
 		in := model.Input{Kind: model.Del}
@@ -223,15 +226,25 @@ func (w *workload) group() model.Input {
 	set := func() model.Input {
 		return model.Input{Kind: model.Set, Key: w.pick(groupKeys), Value: w.value(), TTLMillis: w.keyTTL()}
 	}
-	switch w.rng.IntN(8) {
+	switch w.rng.IntN(9) {
 	case 0, 1, 2:
 		return set()
 	case 3:
 		return model.Input{Kind: model.IncrBy, Key: w.pick(groupKeys), Delta: 1, TTLMillis: w.keyTTL()}
 	case 4, 5, 6:
 		return del()
+	case 7:
+		return model.Input{Kind: model.Update, Ops: []model.Input{del(), set()}}
 	}
-	return model.Input{Kind: model.Update, Ops: []model.Input{del(), set()}}
+	in := model.Input{Kind: model.Update}
+	for _, k := range groupKeys {
+		kind := model.Get
+		if w.rng.IntN(2) == 0 {
+			kind = model.TTL
+		}
+		in.Ops = append(in.Ops, model.Input{Kind: kind, Key: w.prefix + k})
+	}
+	return in
 }
 
 // counter returns a +1 on a counter key.
