@@ -102,8 +102,13 @@ func checkSet(key string, value any, opts []WriteOption) (Value, int64, error) {
 }
 
 func checkKeys(keys []string) error {
-	for _, k := range keys {
-		if err := checkKey("key", k); err != nil {
+	for i, k := range keys {
+		what := "key"
+		if len(keys) > 1 {
+			// The message names the Del's first keys only: say which.
+			what = fmt.Sprintf("key %d of %d (%s)", i+1, len(keys), keyName(k))
+		}
+		if err := checkKey(what, k); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/statekit/statekit/internal/backend"
 	"github.com/statekit/statekit/internal/sysclock"
 	"github.com/statekit/statekit/state/vfs"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -46,10 +47,15 @@ import (
 // ErrNotDurable otherwise; WithBusyTimeout and WithSweepInterval have
 // nothing to do there.
 func Open(path string, opts ...Option) (*DB, error) {
+	scheme := urlScheme(path)
+	shown := path // in errors: a URL without its password
+	if scheme != "" {
+		shown = backend.RedactURL(path)
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("open %s: %w: nil Option", path, ErrInvalidArgument)
+			return nil, fmt.Errorf("open %s: %w: nil Option", shown, ErrInvalidArgument)
 		}
 		o(&cfg)
 	}
@@ -57,9 +63,9 @@ func Open(path string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("%w: empty path", ErrInvalidArgument)
 	}
 	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", shown, err)
 	}
-	if scheme := urlScheme(path); scheme != "" {
+	if scheme != "" {
 		return openRemote(scheme, path, cfg)
 	}
 	if cfg.clock == nil {

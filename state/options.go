@@ -190,10 +190,14 @@ func TTL(d time.Duration) WriteOption {
 	return func(w *writeConfig) { w.ttl, w.hasTTL = d, true }
 }
 
-// writeTTLMillis applies opts and returns the TTL in milliseconds, 0 for none.
+// writeTTLMillis applies opts and returns the TTL in milliseconds, 0 for
+// none; a nil option is ErrInvalidArgument, as a nil Option is to Open.
 func writeTTLMillis(opts []WriteOption) (int64, error) {
 	var w writeConfig
 	for _, o := range opts {
+		if o == nil {
+			return 0, fmt.Errorf("%w: nil WriteOption", ErrInvalidArgument)
+		}
 		o(&w)
 	}
 	if !w.hasTTL {

@@ -3,6 +3,7 @@ package state_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -29,5 +30,25 @@ func TestOpenNamesURLWithoutAnUnescapedPassword(t *testing.T) {
 		require.Error(t, err, raw)
 		assert.True(t, strings.HasPrefix(err.Error(), "open "+want+": "), "%s: %v", raw, err)
 		assert.NotContains(t, err.Error(), "ter2", raw)
+	}
+}
+
+// An option Open refuses (nil, or out of range) is named with the URL
+// without its password, as every other error of a URL is.
+func TestOpenRefusedOptionHidesThePassword(t *testing.T) {
+	for name, opts := range map[string][]state.Option{
+		"nil Option":         {nil},
+		"negative busy wait": {state.WithBusyTimeout(-time.Second)},
+		"unknown sync mode":  {state.WithSync(state.SyncMode(7))},
+	} {
+		for raw, want := range map[string]string{
+			"redis://:hunter2@127.0.0.1:1/0?prefix=x:": "redis://:xxxxx@127.0.0.1:1/0?prefix=x:",
+			"redis://127.0.0.1:1/0?password=hunter2":   "redis://127.0.0.1:1/0?password=xxxxx",
+		} {
+			_, err := state.Open(raw, opts...)
+			require.ErrorIs(t, err, state.ErrInvalidArgument, "%s, %s", name, raw)
+			assert.True(t, strings.HasPrefix(err.Error(), "open "+want+": "), "%s: %v", name, err)
+			assert.NotContains(t, err.Error(), "hunter2", name)
+		}
 	}
 }

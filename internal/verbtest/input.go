@@ -174,6 +174,32 @@ var inputCases = []verbCase{
 		require.NoError(t, e.db.Release(e.ctx, l), "a refused Renew left the lease held")
 	}},
 
+	{"input/nil-write-option", func(t *testing.T, e *env) {
+		// A WriteOption left nil (say, set only when a TTL is configured)
+		// is refused like a nil Option to Open, not a panic.
+		var opt state.WriteOption
+		errOf := func(_ any, err error) error { return err }
+		calls := map[string]error{
+			"set":    e.db.Set(e.ctx, "k", 1, state.TTL(time.Minute), opt),
+			"incr":   errOf(e.db.Incr(e.ctx, "k", opt)),
+			"incrby": errOf(e.db.IncrBy(e.ctx, "k", 2, opt)),
+			"decr":   errOf(e.db.Decr(e.ctx, "k", opt)),
+			"decrby": errOf(e.db.DecrBy(e.ctx, "k", 2, opt)),
+			"cas":    errOf(e.db.CAS(e.ctx, "k", nil, 1, opt)),
+		}
+		require.NoError(t, e.db.Update(e.ctx, func(tx *state.Tx) error {
+			calls["tx set"] = tx.Set("k", 1, opt)
+			calls["tx incr"] = errOf(tx.Incr("k", opt))
+			calls["tx cas"] = errOf(tx.CAS("k", nil, 1, opt))
+			return nil
+		}))
+		for verb, err := range calls {
+			assert.ErrorIs(t, err, state.ErrInvalidArgument, verb)
+			assert.ErrorContains(t, err, "nil WriteOption", verb)
+		}
+		e.empty("refused options write nothing")
+	}},
+
 	{"input/bad-lease-arguments", func(t *testing.T, e *env) {
 		cases := []struct {
 			name, lname, owner string
@@ -235,6 +261,7 @@ var inputCases = []verbCase{
 			{"cas", `cas "k": `, state.ErrInvalidValue, errOf(e.db.CAS(e.ctx, "k", struct{}{}, "v"))},
 			{"expire", `expire "kkkk`, state.ErrInvalidKey, errOf(e.db.Expire(e.ctx, strings.Repeat("k", state.MaxKeyBytes+1), time.Second))},
 			{"del", `del "a", "b", "c" and 2 more: `, state.ErrInvalidKey, errOf(e.db.Del(e.ctx, "a", "b", "c", "d", ""))},
+			{"del names the bad key", `: key 5 of 5 ("") is empty`, state.ErrInvalidKey, errOf(e.db.Del(e.ctx, "a", "b", "c", "d", ""))},
 			{"set", `set "k": `, state.ErrInvalidTTL, e.db.Set(e.ctx, "k", 1, state.TTL(-time.Second))},
 			{"lease", `lease "job": `, state.ErrLeaseHeld, errOf(e.db.Lease(e.ctx, "job", "c", time.Minute))},
 			{"renew", `renew "job" token 1: `, state.ErrLeaseLost, e.db.Renew(e.ctx, l, time.Second)},
