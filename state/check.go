@@ -75,39 +75,39 @@ func (f *finder) add(format string, args ...any) {
 func (f *finder) room() int { return maxFindings - len(f.list) }
 
 // rowCheck is one invariant over the rows of a table: query selects, for at
-// most ?1 offending rows, a text naming the row (quote() of its key) and a
-// text describing what is wrong.
+// most ?1 offending rows, the row's key (rowName names it) and a text
+// describing what is wrong.
 type rowCheck struct {
 	table, query string
 }
 
 // rowChecks are statekit's invariants on rows.
 var rowChecks = []rowCheck{
-	{"kv", `SELECT quote(key), 'key is ' || typeof(key) || ', not text' FROM kv WHERE typeof(key) <> 'text' LIMIT ?1`},
-	{"kv", `SELECT quote(key), 'key is empty' FROM kv WHERE key = '' LIMIT ?1`},
-	{"kv", `SELECT quote(substr(key, 1, 40)), 'key is ' || length(CAST(key AS BLOB)) || ' bytes, over ' || ?2
+	{"kv", `SELECT key, 'key is ' || typeof(key) || ', not text' FROM kv WHERE typeof(key) <> 'text' LIMIT ?1`},
+	{"kv", `SELECT key, 'key is empty' FROM kv WHERE key = '' LIMIT ?1`},
+	{"kv", `SELECT substr(key, 1, 40), 'key is ' || length(CAST(key AS BLOB)) || ' bytes, over ' || ?2
 FROM kv WHERE length(CAST(key AS BLOB)) > ?2 LIMIT ?1`},
-	{"kv", `SELECT quote(key), 'value is ' || typeof(value) || ', not integer or blob' FROM kv
+	{"kv", `SELECT key, 'value is ' || typeof(value) || ', not integer or blob' FROM kv
 WHERE typeof(value) NOT IN ('integer', 'blob') LIMIT ?1`},
-	{"kv", `SELECT quote(key), 'value is ' || length(value) || ' bytes, over ' || ?3 FROM kv
+	{"kv", `SELECT key, 'value is ' || length(value) || ' bytes, over ' || ?3 FROM kv
 WHERE typeof(value) = 'blob' AND length(value) > ?3 LIMIT ?1`},
-	{"kv", `SELECT quote(key), 'deadline is ' || typeof(expires_at) || ', not integer or null' FROM kv
+	{"kv", `SELECT key, 'deadline is ' || typeof(expires_at) || ', not integer or null' FROM kv
 WHERE typeof(expires_at) NOT IN ('integer', 'null') LIMIT ?1`},
-	{"kv", `SELECT quote(key), 'deadline ' || expires_at || ' is negative' FROM kv
+	{"kv", `SELECT key, 'deadline ' || expires_at || ' is negative' FROM kv
 WHERE typeof(expires_at) = 'integer' AND expires_at < 0 LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'name is ' || typeof(name) || ', not text' FROM leases
+	{"leases", `SELECT name, 'name is ' || typeof(name) || ', not text' FROM leases
 WHERE typeof(name) <> 'text' LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'name is empty' FROM leases WHERE name = '' LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'owner is ' || typeof(owner) || ', not text' FROM leases
+	{"leases", `SELECT name, 'name is empty' FROM leases WHERE name = '' LIMIT ?1`},
+	{"leases", `SELECT name, 'owner is ' || typeof(owner) || ', not text' FROM leases
 WHERE typeof(owner) <> 'text' LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'owner is empty' FROM leases WHERE owner = '' LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'token ' || quote(token) || ' is not an integer of at least 1' FROM leases
+	{"leases", `SELECT name, 'owner is empty' FROM leases WHERE owner = '' LIMIT ?1`},
+	{"leases", `SELECT name, 'token ' || quote(token) || ' is not an integer of at least 1' FROM leases
 WHERE typeof(token) <> 'integer' OR token < 1 LIMIT ?1`},
-	{"leases", `SELECT quote(name), 'deadline ' || quote(expires_at) || ' is not an integer of at least 0' FROM leases
+	{"leases", `SELECT name, 'deadline ' || quote(expires_at) || ' is not an integer of at least 0' FROM leases
 WHERE typeof(expires_at) <> 'integer' OR expires_at < 0 LIMIT ?1`},
-	{"meta", `SELECT quote(k), 'unknown meta row' FROM meta
+	{"meta", `SELECT k, 'unknown meta row' FROM meta
 WHERE k NOT IN ('hwm', 'handles', 'durable_commits') AND k NOT GLOB 'hwm:[0-9]*' LIMIT ?1`},
-	{"meta", `SELECT quote(k), 'value ' || quote(v) || ' is not an integer of at least 0' FROM meta
+	{"meta", `SELECT k, 'value ' || quote(v) || ' is not an integer of at least 0' FROM meta
 WHERE typeof(v) <> 'integer' OR v < 0 LIMIT ?1`},
 }
 
@@ -195,11 +195,12 @@ func (db *DB) checkRows(ctx context.Context, f *finder, c rowCheck) error {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var row, what string
+		var row any
+		var what string
 		if err := rows.Scan(&row, &what); err != nil {
 			return classify(ctx, err)
 		}
-		f.add("%s %s: %s", c.table, row, what)
+		f.add("%s %s: %s", c.table, rowName(row), what)
 	}
 	return classify(ctx, rows.Err())
 }

@@ -44,6 +44,8 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 		{"blob key", `INSERT INTO kv(key, value) VALUES (X'6b00', 1)`, `kv X'6B00': key is blob, not text`},
 		{"empty key", `INSERT INTO kv(key, value) VALUES ('', 1)`, `kv '': key is empty`},
 		{"NUL in a key", `INSERT INTO kv(key, value) VALUES (CAST(X'610062' AS TEXT), 1)`, `kv "a\x00b": key contains a NUL byte`},
+		{"text value under a NUL key", `INSERT INTO kv(key, value) VALUES (CAST(X'610062' AS TEXT), 'text')`, `kv "a\x00b": value is text, not integer or blob`},
+		{"text value under a quote", `INSERT INTO kv(key, value) VALUES ('it''s', 'text')`, `kv 'it''s': value is text, not integer or blob`},
 		{"key not UTF-8", `INSERT INTO kv(key, value) VALUES (CAST(X'61FF62' AS TEXT), 1)`, `kv "a\xffb": key is not valid UTF-8`},
 		{"NUL in a lease name", `UPDATE leases SET name = CAST(X'6A006F' AS TEXT)`, `leases "j\x00o": name contains a NUL byte`},
 		{"lease name not UTF-8", `UPDATE leases SET name = CAST(X'6AFF6F' AS TEXT)`, `leases "j\xffo": name is not valid UTF-8`},

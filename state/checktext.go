@@ -2,6 +2,8 @@ package state
 
 import (
 	"context"
+	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -56,4 +58,25 @@ func (db *DB) checkTextColumn(ctx context.Context, f *finder, c textCheck) error
 		}
 	}
 	return classify(ctx, rows.Err())
+}
+
+// rowName names a row in a finding by its key as SQLite's quote() would
+// ('text', X'626C6F62', 42, NULL), from the key's bytes: quote() ends a
+// text at its first NUL. A text that is itself a finding (a NUL byte, not
+// UTF-8) is named in Go's quoting, as checkTextColumn names it.
+func rowName(key any) string {
+	switch k := key.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		if strings.IndexByte(k, 0) >= 0 || !utf8.ValidString(k) {
+			return strconv.Quote(k)
+		}
+		return "'" + strings.ReplaceAll(k, "'", "''") + "'"
+	case []byte:
+		return "X'" + strings.ToUpper(hex.EncodeToString(k)) + "'"
+	case float64:
+		return strconv.FormatFloat(k, 'g', 15, 64)
+	}
+	return fmt.Sprint(key)
 }
