@@ -745,7 +745,11 @@ func TestPowerLossThroughTheEngine(t *testing.T) {
 	if len(seeds) == 1 {
 		return
 	}
-	assert.Positive(t, lostNormal, "no trial lost an acknowledged NORMAL commit: the cuts miss the window that matters")
+	// About a quarter of the trials lose one (33 of the 120 of -short);
+	// fewer than one in ten means the cuts drifted off the window that
+	// matters.
+	t.Logf("%d of %d trials lost an acknowledged NORMAL commit", lostNormal, len(seeds))
+	assert.GreaterOrEqual(t, lostNormal, len(seeds)/10, "too few trials lost an acknowledged NORMAL commit: the cuts miss the window that matters")
 	midCheckpoint, midFull := 0, 0
 	var where []string
 	for _, k := range slices.Sorted(maps.Keys(cuts)) {

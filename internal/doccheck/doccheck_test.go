@@ -115,3 +115,33 @@ func TestEveryPlantedBugIsInTheCanaryTable(t *testing.T) {
 		}
 	}
 }
+
+// TestCitedRegressionsAreReplayed: a replay line the documents call a
+// regression ("regression `statesim -seed N ...`") is a line of the
+// simulator's regression file, flags and all, so `go test ./sim` replays
+// the very run the text cites.
+func TestCitedRegressionsAreReplayed(t *testing.T) {
+	root := root(t)
+	b, err := os.ReadFile(filepath.Join(root, "sim", "testdata", "regressions.txt"))
+	require.NoError(t, err)
+	replayed := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line, _, _ = strings.Cut(line, "#"); strings.TrimSpace(line) != "" {
+			replayed[strings.Join(strings.Fields(line), " ")] = true
+		}
+	}
+	cited := regexp.MustCompile("regressions? \\(?`statesim((?:\\s+-[a-z]+(?:\\s+-?[0-9][0-9.]*)?)+)`")
+	n := 0
+	for _, f := range []string{"README.md", "CORRECTNESS.md"} {
+		doc, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		for _, m := range cited.FindAllSubmatch(doc, -1) {
+			n++
+			if line := strings.Join(strings.Fields(string(m[1])), " "); !replayed[line] {
+				t.Errorf("%s cites the regression `statesim %s`, which is no line of sim/testdata/regressions.txt", f, line)
+			}
+		}
+	}
+	// The documents cite many; none found means the pattern broke.
+	require.Greater(t, n, 10, "the documents cite %d regressions", n)
+}
