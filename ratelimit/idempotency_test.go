@@ -62,13 +62,20 @@ func (c *claimer) AllowN(ctx context.Context, key string, _ int64) (ratelimit.De
 
 // requireOneClaimPerKey has procs x goroutines callers each claim the same
 // requests keys under prefix key, on the store at path, and requires
-// exactly one claim per key: requests claims in all (each key has at least
-// one, the first, so requests in all means none has two).
+// exactly one claim per key: every key holds a claim, which only a CAS
+// that won writes, and requests claims won in all, so none has two.
 func requireOneClaimPerKey(t *testing.T, path string) {
 	j := job{Kind: "claim", Path: path, Key: "order", Window: 24 * time.Hour, Procs: procs,
 		Goroutines: goroutines, Requests: requests, PerRequest: true}
 	got := fire(t, procs, j)
 	require.Equal(t, int64(total), got.Allowed+got.Refused, "every claim answered")
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	for i := range requests {
+		_, err := db.Get(t.Context(), fmt.Sprintf("idem:order:%d", i))
+		require.NoError(t, err, "key %d: no claim won", i)
+	}
 	require.Equal(t, int64(requests), got.Allowed, "one claim per key of %d, each claimed by %d callers", requests, procs*goroutines)
 }
 

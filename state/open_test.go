@@ -125,6 +125,27 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 	_, err = ro.Sweep(f.ctx)
 	assert.ErrorIs(t, err, state.ErrReadOnly)
 	assert.ErrorIs(t, ro.Update(f.ctx, func(*state.Tx) error { return nil }), state.ErrReadOnly)
+
+	// Every other write verb, on a lease the writer holds.
+	l, err := f.db.Lease(f.ctx, "held", "a", time.Minute)
+	require.NoError(t, err)
+	errOf := func(_ any, err error) error { return err }
+	for verb, err := range map[string]error{
+		"del":     errOf(ro.Del(f.ctx, "k")),
+		"cas":     errOf(ro.CAS(f.ctx, "k", "v", "w")),
+		"expire":  errOf(ro.Expire(f.ctx, "k", time.Second)),
+		"incrby":  errOf(ro.IncrBy(f.ctx, "n", 2)),
+		"decr":    errOf(ro.Decr(f.ctx, "n")),
+		"decrby":  errOf(ro.DecrBy(f.ctx, "n", 2)),
+		"renew":   ro.Renew(f.ctx, l, time.Minute),
+		"release": ro.Release(f.ctx, l),
+	} {
+		assert.ErrorIs(t, err, state.ErrReadOnly, verb)
+	}
+	v, err = f.db.Get(f.ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v.String(), "the refused writes changed nothing")
+	require.NoError(t, f.db.Renew(f.ctx, l, time.Minute), "the lease is still held with its token")
 }
 
 func TestEveryCallAfterCloseIsErrClosed(t *testing.T) {
