@@ -127,3 +127,41 @@ func TestBusyWaitEndsWithTheContext(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenBesideALockedRollbackFileWaitsOneBudget: beside another program
+// that switched the file to a rollback journal and holds it in an
+// exclusive transaction, Open fails with ErrBusy after one busy timeout.
+// Before, the failed Open's clean-up began a read to guard connections it
+// had never opened, and waited a second timeout for it: 6 s here. The
+// margin is seconds wide.
+func TestOpenBesideALockedRollbackFileWaitsOneBudget(t *testing.T) {
+	const timeout = 3 * time.Second
+	path := filepath.Join(t.TempDir(), "rollback.state")
+	db, err := state.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, db.Set(t.Context(), "k", "v"))
+	require.NoError(t, db.Close())
+
+	raw, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	conn, err := raw.Conn(t.Context())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(t.Context(), `PRAGMA journal_mode=delete`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(t.Context(), `BEGIN EXCLUSIVE`)
+	require.NoError(t, err)
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+
+	began := time.Now()
+	db, err = state.Open(path, state.WithBusyTimeout(timeout))
+	took := time.Since(began)
+	if db != nil {
+		db.Close()
+	}
+	require.ErrorIs(t, err, state.ErrBusy)
+	t.Logf("Open failed after %v (busy timeout %v)", took, timeout)
+	assert.Less(t, took, timeout+2*time.Second, "one budget for the whole Open")
+}

@@ -529,7 +529,13 @@ func (db *DB) closeGuard() {
 // releaseHandle frees what open acquired. It is safe on a half-opened DB.
 func (db *DB) releaseHandle() error {
 	var errs []error
-	endRead := db.guardRead() // while the writable connections close
+	endRead := func() {}
+	if db.sqldb != nil || db.bg.ckpt.sqldb != nil {
+		// While the writable connections close; an Open that failed
+		// before it opened one has none (and where its guard found the
+		// file locked, a read would wait its busy timeout once more).
+		endRead = db.guardRead()
+	}
 	if db.st != nil {
 		errs = append(errs, db.st.close())
 	}
