@@ -110,7 +110,7 @@ func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value, tt
 		res, err = db.st.casCreateTTL.ExecContext(ctx, key, nv.sqlArg(), now, now+ttl)
 	case exp == nil:
 		res, err = db.st.casCreate.ExecContext(ctx, key, nv.sqlArg(), now)
-	case db.cfg.bugs.Has(bugs.CASIgnoresType) && ttl == 0:
+	case db.cfg.bugs.Has(bugs.CASIgnoresType) && ttl == 0 && nv != nil:
 		return db.bugCASIgnoresType(ctx, now, key, *exp, nv)
 	case nv == nil:
 		res, err = db.st.casDelete.ExecContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)

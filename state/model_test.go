@@ -9,6 +9,8 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,8 +70,11 @@ func (m *machine) genVerb(t *rapid.T) model.Input {
 		return model.Input{Kind: model.IncrBy, Key: key, Delta: delta, TTLMillis: genTTL(t, "ttl")}
 	case 4:
 		in := model.Input{Kind: model.CAS, Key: key}
-		if rapid.Bool().Draw(t, "expectedSet") {
+		switch rapid.IntRange(0, 2).Draw(t, "expected") {
+		case 1:
 			in.Expected = model.Ptr(genValue(t, "expected"))
+		case 2: // the key's value in the other type, where CAS must not swap
+			in.Expected = model.Ptr(m.twin(t, key))
 		}
 		if rapid.Bool().Draw(t, "newSet") {
 			in.New = model.Ptr(genValue(t, "new"))
@@ -109,6 +114,23 @@ func (m *machine) step(t *rapid.T, in model.Input) {
 	}
 	m.spec = next
 	m.noteLeases(in, want)
+}
+
+// twin returns key's live value in the model in the other type, the
+// same text: int 7 for bytes "7", bytes "7" for int 7; a drawn value when
+// there is none.
+func (m *machine) twin(t *rapid.T, key string) model.Value {
+	_, out := model.Step(m.spec, model.Input{Kind: model.Get, Key: key, NowMillis: m.db.Now().UnixMilli()})
+	v := out.Value
+	switch n, err := strconv.ParseInt(v.Bytes, 10, 64); {
+	case out.Err != model.ErrNone:
+		return genValue(t, "expected")
+	case v.IsInt:
+		return model.Bytes(strconv.FormatInt(v.Int, 10))
+	case err == nil:
+		return model.Int(n)
+	}
+	return genValue(t, "expected")
 }
 
 // noteLeases remembers granted leases for later Renew and Release.
@@ -185,28 +207,35 @@ func TestModelTestCatchesPlantedBugs(t *testing.T) {
 		t.Run(bug.String(), func(t *testing.T) {
 			rec := &failRecorder{TB: t, name: "canary-" + bug.String()}
 			rapid.Check(rec, modelProperty(t, backends[0], planted(bugs.Set{}.With(bug))))
-			assert.True(t, rec.failed, "the model test did not notice %s", bug)
+			require.True(t, rec.failed, "the model test did not notice %s", bug)
+			// Caught by the comparison with the model, not by something
+			// else going wrong (an engine error, a failed Open).
+			assert.Contains(t, strings.Join(rec.msgs, "\n"), "\n model:  ", "the failure was not a difference from the model:\n%s", strings.Join(rec.msgs, "\n"))
 		})
 	}
 }
 
-// failRecorder is a rapid.TB that records a failure instead of failing.
+// failRecorder is a rapid.TB that records a failure, and what it said,
+// instead of failing.
 type failRecorder struct {
 	testing.TB
 	name   string
 	failed bool
+	msgs   []string
 }
 
-func (r *failRecorder) Name() string          { return r.name }
-func (r *failRecorder) Errorf(string, ...any) { r.failed = true }
-func (r *failRecorder) Error(...any)          { r.failed = true }
-func (r *failRecorder) Fatalf(string, ...any) { r.failed = true }
-func (r *failRecorder) Fatal(...any)          { r.failed = true }
-func (r *failRecorder) Fail()                 { r.failed = true }
-func (r *failRecorder) FailNow()              { r.failed = true }
-func (r *failRecorder) Failed() bool          { return r.failed }
-func (r *failRecorder) Logf(string, ...any)   {}
-func (r *failRecorder) Log(...any)            {}
+func (r *failRecorder) fail(msg string) { r.failed = true; r.msgs = append(r.msgs, msg) }
+
+func (r *failRecorder) Name() string                   { return r.name }
+func (r *failRecorder) Errorf(format string, a ...any) { r.fail(fmt.Sprintf(format, a...)) }
+func (r *failRecorder) Error(a ...any)                 { r.fail(fmt.Sprint(a...)) }
+func (r *failRecorder) Fatalf(format string, a ...any) { r.fail(fmt.Sprintf(format, a...)) }
+func (r *failRecorder) Fatal(a ...any)                 { r.fail(fmt.Sprint(a...)) }
+func (r *failRecorder) Fail()                          { r.failed = true }
+func (r *failRecorder) FailNow()                       { r.failed = true }
+func (r *failRecorder) Failed() bool                   { return r.failed }
+func (r *failRecorder) Logf(string, ...any)            {}
+func (r *failRecorder) Log(...any)                     {}
 
 // modelProperty is the model-based property over backend b.
 func modelProperty(t *testing.T, b backend, opts ...state.Option) func(*rapid.T) {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -49,11 +48,9 @@ func (db *DB) bugIncrTwoStatements(ctx context.Context, now int64, key string, d
 	return n, nil
 }
 
-// bugCASIgnoresType compares values as text, so int 7 matches "7".
+// bugCASIgnoresType compares values as text, so int 7 matches "7", in a
+// swap without a TTL (a CAS that deletes compares as the engine does).
 func (db *DB) bugCASIgnoresType(ctx context.Context, now int64, key string, exp Value, nv *Value) (bool, error) {
-	if nv == nil {
-		return false, fmt.Errorf("cas-ignores-type: delete not planted")
-	}
 	var one int
 	err := db.st.bugCASText.QueryRowContext(ctx, key, exp.sqlArg(), nv.sqlArg(), now).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
