@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/statekit/statekit/state"
@@ -26,58 +25,6 @@ import (
 // owner may both find the lease free at the same moment: the grant that
 // comes second extends the first one's lease (Lease.Extended), and its
 // run goes back to watching it rather than run the command.
-
-// waiter is run's wait for the lease or the file, up to --wait.
-type waiter struct {
-	a        *app
-	path     string
-	o        runOptions
-	sigs     <-chan os.Signal
-	deadline time.Time // set by start
-	said     bool      // the "waiting up to" line was printed
-}
-
-func newWaiter(a *app, path string, o runOptions, sigs <-chan os.Signal) *waiter {
-	return &waiter{a: a, path: path, o: o, sigs: sigs}
-}
-
-// start begins the wait, once: --wait counts from the first time run
-// finds something to wait for, not from its own start, so the time it
-// took to open the file (seconds on a loaded machine) is not taken out of
-// it, and a run that waits for another owner or a busy file always says
-// so first. Watching a lease of run's own owner is part of the wait.
-func (w *waiter) start() {
-	if w.deadline.IsZero() {
-		w.deadline = time.Now().Add(w.o.wait)
-	}
-}
-
-// pause waits up to d for another try, saying once what run waits for
-// (why, a message naming the file). Once the wait has run out it returns
-// the exit for why, with status code; a signal ends the wait with its
-// status.
-func (w *waiter) pause(code int, why string, d time.Duration) error {
-	w.start()
-	remaining := time.Until(w.deadline)
-	if remaining <= 0 {
-		// The whole wait has passed, though perhaps all of it in watch
-		// before the "waiting up to" line had a reason to be printed.
-		if w.o.wait > 0 {
-			why += fmt.Sprintf(" (waited %s)", w.o.wait)
-		}
-		return exit(code, "%s", why)
-	}
-	if !w.said {
-		w.a.errorf("%s; waiting up to %s", why, w.o.wait)
-		w.said = true
-	}
-	select {
-	case <-time.After(min(d, remaining)):
-		return nil
-	case sig := <-w.sigs:
-		return exit(signalStatus(sig), "%s: %v while waiting for lease %s", shown(w.path), sig, quote(w.o.lease))
-	}
-}
 
 // acquire takes the lease, waiting for it up to --wait. It returns the
 // lease and the time just before the grant, from which the lease lasts at

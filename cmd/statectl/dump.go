@@ -16,7 +16,8 @@ var dumpCommand = &command{
 Print the live keys of FILE in key order, with type (integer or bytes), time
 left before the deadline ("-" for none) and value. Values are shown as they
 are when printable, Go-quoted otherwise; one longer than 64 characters is cut
-to its first 60, then "…" and its length in bytes, unless --full. --all also shows expired keys no sweep has deleted yet, with the time
+to its first 60 (fewer for a quoted one, which is cut between two escapes,
+never inside one), then "…" and its length in bytes, unless --full. --all also shows expired keys no sweep has deleted yet, with the time
 since their deadline. --json prints one object per key, values whole:
 {"key", "type", "value" (a number or a string; "base64" instead for bytes
 that are not UTF-8), "expires", "ttl_ms", "expired"}.

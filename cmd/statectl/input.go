@@ -3,18 +3,22 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/state"
 )
 
 // Bad input to a write command must not leave a new file behind. The
 // library checks keys, values, ttls and lease names and owners when a verb
 // runs, on an open file; statectl keeps no copy of its rules. So when the
-// file is missing, the verb runs first on a scratch file in a private
-// directory, and input the library refuses there is refused before the
-// file is created.
+// file is missing, the verb runs first on a scratch file in memory (the
+// simulator's disk, package faults, with no fault armed), and input the library refuses there is refused before
+// the file is created. The scratch file needs no directory: $TMPDIR may be
+// missing, or full.
+
+// scratchPath is the scratch file's name in its memFS.
+const scratchPath = "/scratch.state"
 
 // checkInput runs verb on a scratch file when path is a missing file, and
 // returns the library's error naming path if it refuses the input: an
@@ -27,22 +31,19 @@ func checkInput(path string, verb func(*state.DB) error) error {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "statectl-")
+	db, err := state.Open(scratchPath, state.WithFS(faults.NewMemFS(1).Process(1)), state.WithoutBackground())
 	if err != nil {
 		return nil // the verb on path will say what is wrong, if anything
-	}
-	defer os.RemoveAll(dir)
-	scratch := filepath.Join(dir, "scratch.state")
-	db, err := state.Open(scratch, state.WithoutBackground())
-	if err != nil {
-		return nil
 	}
 	err = verb(db)
 	db.Close()
 	if !refusedInput(err) {
 		return nil
 	}
-	return exit(exitError, "%s", fileMessage(path, errors.New(strings.ReplaceAll(err.Error(), scratch, path))))
+	// The library's message starts with the file's name: path's, not the
+	// scratch file's (a key may hold that name too: only the start goes).
+	msg, _ := strings.CutPrefix(err.Error(), scratchPath+": ")
+	return exit(exitError, "%s", fileMessage(path, errors.New(msg)))
 }
 
 // refusedInput reports whether err is the library's refusal of a verb's

@@ -15,8 +15,8 @@ import (
 )
 
 // maxCellRunes is the longest value dump shows whole without --full; a
-// longer one is cut to its first maxCellRunes-4 characters, then "…" and
-// its length.
+// longer one is cut to its first maxCellRunes-4 characters (fewer when a
+// quoted one would end inside an escape), then "…" and its length.
 const maxCellRunes = 64
 
 // table prints rows of fields. On a terminal it aligns them in columns under
@@ -97,12 +97,38 @@ func cell(v state.Value, full bool) string {
 	if v.IsInt() {
 		return v.String()
 	}
-	s := text(v.String())
+	raw := v.String()
+	s := text(raw)
 	if full || utf8.RuneCountInString(s) <= maxCellRunes {
 		return s
 	}
-	r := []rune(s)
-	return fmt.Sprintf("%s… (%d bytes)", string(r[:maxCellRunes-4]), len(v.Bytes()))
+	return fmt.Sprintf("%s… (%d bytes)", textStart(raw, s != raw, maxCellRunes-4), len(raw))
+}
+
+// textStart is the start of text(raw), at most n characters long, that
+// ends between two of raw's characters: quoted says text quotes raw. A
+// quoted start is the opening quote and the escapes of raw's first
+// characters, none cut, so that with a closing quote it unquotes to the
+// start of raw.
+func textStart(raw string, quoted bool, n int) string {
+	if !quoted {
+		return string([]rune(raw)[:n])
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for used, i := 1, 0; i < len(raw); {
+		// strconv.Quote escapes each character, or byte that is not
+		// UTF-8, on its own.
+		_, size := utf8.DecodeRuneInString(raw[i:])
+		esc := strconv.Quote(raw[i : i+size])
+		esc = esc[1 : len(esc)-1]
+		if used += utf8.RuneCountInString(esc); used > n {
+			break
+		}
+		b.WriteString(esc)
+		i += size
+	}
+	return b.String()
 }
 
 // typeName is a value's type as dump shows it.

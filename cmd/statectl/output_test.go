@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/statekit/statekit/state"
 	"github.com/stretchr/testify/assert"
@@ -61,6 +64,36 @@ func TestCellCutsLongValues(t *testing.T) {
 	assert.Equal(t, strings.Repeat("é", 60)+"… (200 bytes)", got)
 	assert.Equal(t, long, cell(state.BytesValue([]byte(long)), true))
 	assert.Equal(t, "-42", cell(state.IntValue(-42), false))
+}
+
+// TestCellCutsQuotedValuesBetweenEscapes: a long value shown quoted is
+// cut after the escape of a whole character, never inside one, so the part
+// shown, closed with a quote, unquotes to the start of the value. The
+// second value is the 79 bytes of "a\n" repeated that were shown ending in
+// a lone backslash.
+func TestCellCutsQuotedValuesBetweenEscapes(t *testing.T) {
+	newlines := strings.Repeat("a\n", 39) + "a"
+	assert.Equal(t, `"`+strings.Repeat(`a\n`, 19)+`a… (79 bytes)`, cell(state.BytesValue([]byte(newlines)), false))
+
+	for _, v := range []string{
+		newlines,
+		strings.Repeat("\n", 70),
+		strings.Repeat("x\xff", 40),
+		strings.Repeat("\u00a0", 40),
+		strings.Repeat("ab\U0001f600\U000e0001\x00", 12),
+		strings.Repeat("é\t", 40),
+		`"` + strings.Repeat("q", 70),
+	} {
+		got := cell(state.BytesValue([]byte(v)), false)
+		shown, size, ok := strings.Cut(got, "… ")
+		require.True(t, ok, "%q is cut: %s", v, got)
+		assert.Equal(t, fmt.Sprintf("(%d bytes)", len(v)), size)
+		assert.LessOrEqual(t, utf8.RuneCountInString(shown), maxCellRunes-4, "%q", v)
+		start, err := strconv.Unquote(shown + `"`)
+		require.NoError(t, err, "%q shows %s, not a start of its quoted text", v, shown)
+		assert.True(t, strings.HasPrefix(v, start), "%q shows %s", v, shown)
+		assert.Greater(t, utf8.RuneCountInString(shown), maxCellRunes-4-10, "%q: cut no shorter than needed: %s", v, shown)
+	}
 }
 
 func TestDurPrintsLikeGo(t *testing.T) {

@@ -40,7 +40,13 @@ and the token lets a resource refuse a stale holder: have CMD pass it on.
 
 When another owner holds the lease, run exits 75 naming the holder and its
 time left; with --wait it waits for the lease up to D, and for the file too
-while another process holds its write lock (exit 2 if it is still busy). If a
+while another process holds its write lock (exit 2 if it is still busy).
+Without --wait, run waits for a busy file as any write does, up to its busy
+timeout: a third of the ttl, at most 5s. With --wait, D counts from the first
+try that found the lease held or the file busy, and opening the file waits
+no longer than what is left of D (so a D shorter than the busy timeout waits
+less for it); once the file is open, a try that finds it busy, and closing
+it, may each still wait out a busy timeout past D. If a
 renewal fails because the lease was lost (this process was paused past its
 ttl and another owner took the lease), run says so on stderr and sends CMD
 SIGTERM; it then waits for CMD and exits 76, whatever CMD's status. It
@@ -79,7 +85,10 @@ token 13`,
 		fs.StringVar(&o.owner, "owner", "", "the owner `ID` recorded with the lease (default HOST:PID)")
 		fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for a held lease or a busy file instead of exiting 75 or 2")
 		return func(a *app, pos, cmdArgs []string) error {
-			fs.Visit(func(f *flag.Flag) { o.ownerGiven = o.ownerGiven || f.Name == "owner" })
+			fs.Visit(func(f *flag.Flag) {
+				o.leaseGiven = o.leaseGiven || f.Name == "lease"
+				o.ownerGiven = o.ownerGiven || f.Name == "owner"
+			})
 			return runLeased(a, pos[0], o, cmdArgs)
 		}
 	},
@@ -88,12 +97,15 @@ token 13`,
 // runOptions are run's flags.
 type runOptions struct {
 	lease, owner string
+	leaseGiven   bool // --lease was on the command line, empty or not
 	ownerGiven   bool // --owner was on the command line, empty or not
 	ttl, wait    time.Duration
 }
 
 func (o *runOptions) check(cmdArgs []string) error {
 	switch {
+	case o.leaseGiven && o.lease == "":
+		return usageError("run", "--lease is empty: name the lease to take")
 	case o.lease == "":
 		return usageError("run", "--lease is missing")
 	case o.ttl < minRunTTL:
@@ -145,19 +157,8 @@ func runLeased(a *app, path string, o runOptions, cmdArgs []string) (err error) 
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	// A renewal that waits longer than a third of the ttl for the write
-	// lock is given up and retried at the next tick.
 	w := newWaiter(a, path, o, sigs)
-	var db *state.DB
-	for {
-		db, err = openWrite(path, state.WithBusyTimeout(min(o.ttl/3, state.DefaultBusyTimeout)))
-		if !errors.Is(err, state.ErrBusy) {
-			break
-		}
-		if err := w.pause(exitError, busyMessage(path), maxPoll); err != nil {
-			return err
-		}
-	}
+	db, err := openForRun(path, w)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/statekit/statekit/state"
@@ -33,6 +34,44 @@ func TestReadsSayWhyTheCopyCannotBeMade(t *testing.T) {
 			assert.Contains(t, errOut, "cannot make the private copy it is read from in "+tmp, "%s", args)
 			assert.Contains(t, errOut, "set TMPDIR to a directory with room for", "%s", args)
 			assertNothingBeside(t, path, args)
+		}
+	}
+}
+
+// TestRefusedInputCreatesNoFileWhateverTMPDIR: input the library refuses
+// leaves no new file behind also when $TMPDIR is missing, or not a
+// directory: the input is checked on a scratch file in memory, not in
+// $TMPDIR, before the file is created. Each command fails with status 2
+// naming the file and the refusal, and creates nothing in the directory.
+func TestRefusedInputCreatesNoFileWhateverTMPDIR(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+	statectl := statectlCopy(t)
+
+	for _, tmp := range []string{filepath.Join(dir, "missing"), notDir} {
+		for _, c := range []struct {
+			args []string // after the command, FILE goes first
+			want string
+		}{
+			{[]string{"set", "", "v"}, `set "": invalid key: key is empty`},
+			{[]string{"set", "k", "v", "--ttl", "0s"}, `set "k": invalid ttl: 0s is not positive`},
+			{[]string{"incr", "k", "--ttl", "0s"}, `incr "k": invalid ttl: 0s is not positive`},
+			{[]string{"del", ""}, "invalid key"},
+			{[]string{"cas", "", "--absent", "v"}, "invalid key"},
+			{[]string{"expire", "", "--ttl", "1s"}, "invalid key"},
+			{[]string{"run", "--lease", strings.Repeat("a", 1025), "--", "true"}, "invalid key: lease name is 1025 bytes"},
+		} {
+			work := t.TempDir()
+			path := filepath.Join(work, "new.state")
+			args := append([]string{c.args[0], path}, c.args[1:]...)
+			_, errOut, code := runStatectl(t, statectl, tmp, -1, args...)
+			assert.Equal(t, 2, code, "TMPDIR=%s %s: %s", tmp, c.args[0], errOut)
+			assert.True(t, strings.HasPrefix(errOut, "statectl: "+path+": "), "%s: %s", c.args[0], errOut)
+			assert.Contains(t, errOut, c.want, "%s", c.args[0])
+			left, err := os.ReadDir(work)
+			require.NoError(t, err)
+			assert.Empty(t, left, "TMPDIR=%s %s left a file behind", tmp, c.args[0])
 		}
 	}
 }
