@@ -140,6 +140,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("rate %s %g: want 0..1", r.name, *r.p)
 		}
 	}
+	if c.Rates.PowerLoss == 1 {
+		return fmt.Errorf("rate powerloss 1: want below 1: at 1 the power goes before every operation, and none ever runs")
+	}
 	return nil
 }
 

@@ -499,3 +499,13 @@ func TestRateNotANumberIsRefused(t *testing.T) {
 	cfg.Rates.Crash = math.NaN()
 	assert.ErrorContains(t, cfg.Validate(), "rate crash NaN")
 }
+
+// TestPowerLossOnEveryOperationIsRefused: at -powerloss 1 no operation
+// ever runs, which the progress check would blame on the engine.
+func TestPowerLossOnEveryOperationIsRefused(t *testing.T) {
+	_, err := sim.ParseReplay("statesim -seed 1 -powerloss 1")
+	assert.ErrorContains(t, err, "rate powerloss 1: want below 1")
+	cfg := sim.DefaultConfig(1)
+	cfg.Rates.PowerLoss = 0.99
+	assert.NoError(t, cfg.Validate())
+}

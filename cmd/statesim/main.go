@@ -56,6 +56,10 @@ type options struct {
 }
 
 func main() {
+	// A closed pipe on stdout (statesim | head) is a write error the
+	// report falls back to stderr for, not SIGPIPE's death: the replay
+	// lines must reach the user.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, interrupts))
 }
 

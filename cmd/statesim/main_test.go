@@ -19,8 +19,8 @@ import (
 	"github.com/statekit/statekit/sim"
 )
 
-// asStatesim makes the test binary act as statesim when re-executed as a
-// worker by -parallel.
+// asStatesim makes the test binary act as statesim (main) when re-executed
+// as a worker by -parallel, or by a test.
 const asStatesim = "STATESIM_TEST_AS_MAIN"
 
 // workerDies makes the test binary, re-executed as a worker, exit at once.
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	}
 	if os.Getenv(asStatesim) != "" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, nil))
+		main()
 	}
 	os.Exit(m.Run())
 }

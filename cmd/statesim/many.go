@@ -155,8 +155,12 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 	if secs <= 0 {
 		secs = 1e-9
 	}
+	config := strings.Join(opt.cfg.Args()[2:], " ")
+	if config == "" {
+		config = "the defaults"
+	}
 	fmt.Fprintf(w, "seeds: %d run (%d..%d), %d failed; %s; config: %s\n",
-		t.seeds, t.firstSeed, t.lastSeed, t.failed, count(opt.parallel, "worker", "workers"), strings.Join(opt.cfg.Args()[2:], " "))
+		t.seeds, t.firstSeed, t.lastSeed, t.failed, count(opt.parallel, "worker", "workers"), config)
 	fmt.Fprintf(w, "operations: %d by clients, %d recorded, %d unknown outcomes (%d more lost with nothing written, left out), %d refused on a full disk; %s, %s; %s of the key group that counted some of their keys\n",
 		t.ops, t.recorded, t.unknown, t.noEffect, t.omitted, count(t.opens, "process start", "process starts"), count(t.checks, "integrity check", "integrity checks"),
 		count(t.partialDels, "Del", "Dels"))

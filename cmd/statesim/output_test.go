@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/sim"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fullWriter fails every write, as /dev/full does.
@@ -39,7 +42,7 @@ func TestUnwrittenReportIsNotASuccess(t *testing.T) {
 func TestSummaryCountsInTheSingular(t *testing.T) {
 	var out bytes.Buffer
 	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, &totals{seeds: 1, opens: 1, checks: 1, partialDels: 1}, time.Second)
-	assert.Contains(t, out.String(), "; 1 worker; ")
+	assert.Contains(t, out.String(), "; 1 worker; config: the defaults\n")
 	assert.Contains(t, out.String(), "; 1 process start, 1 integrity check; 1 Del of the key group that counted some of their keys\n")
 
 	out.Reset()
@@ -64,4 +67,29 @@ func TestSummarySaysWhatFiredOnTheDisk(t *testing.T) {
 	var out bytes.Buffer
 	printSummary(&out, options{cfg: sim.DefaultConfig(1), parallel: 1}, tot, time.Second)
 	assert.Contains(t, out.String(), "fired on the disk: 2 failed reads or writes, 3 failed syncs, 3 failed directory syncs, 1 write refused for room, 3 power losses, 1 crash\n")
+}
+
+// TestClosedStdoutKeepsTheReplayLine: statesim -seeds ... | head -1 (or a
+// CI log collector that died) writes to a pipe whose reader is gone. The
+// report goes on on stderr, replay lines and all, and the run exits 1 for
+// its failure; before, SIGPIPE killed statesim at its first write to
+// stdout (exit 141), and the replay lines were lost.
+func TestClosedStdoutKeepsTheReplayLine(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close()) // no reader: a write gets EPIPE, or SIGPIPE
+	cmd := exec.Command(exe, "-seed", "1", "-ops", "300", "-bug", "read-ignores-deadline", "-html", t.TempDir())
+	cmd.Env = append(os.Environ(), asStatesim+"=1")
+	cmd.Stdout = w
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	err = cmd.Run()
+	w.Close()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, errs.String())
+	assert.Equal(t, exitViolation, exit.ExitCode(), "%v: %s", exit, errs.String())
+	assert.Contains(t, errs.String(), "broken pipe")
+	assert.Contains(t, errs.String(), "replay: statesim -seed 1 -ops 300 -bug read-ignores-deadline -v")
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/statekit/statekit/internal/childproc"
 )
@@ -25,8 +26,10 @@ import (
 // serveWorker runs the seeds read from in and writes one result per line
 // to out, until in ends.
 func serveWorker(opt options, in io.Reader, out io.Writer) int {
-	// Ctrl-C reaches the whole process group: the parent decides.
-	signal.Ignore(os.Interrupt)
+	// Ctrl-C, or a SIGTERM to the process group, reaches the workers too:
+	// the parent decides (it stops them), so a worker's death is not taken
+	// for a failure of its seed.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	sc := bufio.NewScanner(in)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {

@@ -144,7 +144,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code == exitPass && out.Err != nil {
 		code = exitUsage // its report is not where it was asked for
 	}
-	if code == exitPass && !p.keep {
+	// A run that passed leaves nothing behind, unless its report names a
+	// file in it (porcupine's view of the violation -expect asked for).
+	if code == exitPass && !p.keep && rep.HTML == "" {
 		os.RemoveAll(runDir)
 		return code
 	}
@@ -187,7 +189,7 @@ func parse(args []string, stderr io.Writer) (*plan, int) {
 	seed := fs.Uint64("seed", 0, "seed of the workload and kill schedule (default: from the clock; the report names it)")
 	bug := fs.String("bug", "", "plant a bug in every worker ("+fmt.Sprint(bugs.Names())+")")
 	expect := fs.String("expect", "", "pass only if the run finds a violation of this kind (for a planted bug), such as "+stress.KindDuplicateToken)
-	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition")
+	checkTimeout := fs.Duration("check-timeout", stress.DefaultCheckTimeout, "the linearizability search's time limit per partition (0: the default, 1m)")
 	checkLimit := fs.Duration("check-limit", 0, "the whole linearizability check's time limit (0: none); a check that reaches it exits 2, saying how far it got")
 	epoch := fs.Duration("epoch", stress.DefaultEpochEvery, "how long the workers use one set of keys (bounds the check's time and memory)")
 	dir := fs.String("dir", "", "where to make the run's directory (default: the temporary directory)")

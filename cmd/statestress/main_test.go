@@ -94,6 +94,25 @@ func TestRunStopsOnWorkAndExpects(t *testing.T) {
 	assert.True(t, strings.Contains(out.String(), "the check missed the planted bug"), out.String())
 }
 
+// TestExpectedViolationKeepsItsView: a run that passes because it found
+// the violation -expect asked for keeps its files when its report names
+// one (porcupine's view of the failing partition), and says where they
+// are; before, the report named a file in a directory it then removed.
+func TestExpectedViolationKeepsItsView(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "2", "-until-calls", "5000", "-kill-every", "0", "-seed", "4",
+		"-bug", "read-ignores-deadline", "-expect", "linearizability", "-dir", dir}, &out, &errs)
+	require.Equal(t, exitPass, code, "%s\n%s", out.String(), errs.String())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the run's files are kept")
+	html := filepath.Join(dir, entries[0].Name(), "linearizability.html")
+	assert.Contains(t, out.String(), "failing partition: "+html+"\n")
+	assert.FileExists(t, html)
+	assert.Contains(t, out.String(), "files:       "+filepath.Join(dir, entries[0].Name())+"\n")
+}
+
 // TestReadersZeroRunsNone: -readers 0 runs no read-only worker, and the
 // rerun line keeps it; -step-clock alone runs none and is no bad flag.
 func TestReadersZeroRunsNone(t *testing.T) {
