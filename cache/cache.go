@@ -15,6 +15,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/recipehooks"
+	"github.com/statekit/statekit/internal/textcut"
 	"github.com/statekit/statekit/state"
 )
 
@@ -116,6 +117,11 @@ func WithPoll(d time.Duration) Option {
 // the value fn gave it, with a nil error; the file keeps the newer holder's
 // value, or none.
 //
+// A Del of key does not stop a fill already running: a fill that began
+// before it writes the value it computed after it, for the whole ttl (see
+// the package doc for what to do instead: a short ttl, or a version in the
+// key).
+//
 // If fn returns an error or panics, its lease is released at once, so the
 // next caller computes without waiting for it to lapse, and the error (or
 // panic) goes to this caller only; waiting callers take the lease over and
@@ -191,7 +197,7 @@ func check(db *state.DB, key string, ttl time.Duration, fn func(context.Context)
 		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
 	case len(key) > MaxKeyBytes:
 		return fmt.Errorf("%w: %w: key %q... is %d bytes, over the cache's %d (the engine's %d less the lease's prefix %q)",
-			ErrInvalidArgument, state.ErrInvalidKey, key[:32], len(key), MaxKeyBytes, state.MaxKeyBytes, LeasePrefix)
+			ErrInvalidArgument, state.ErrInvalidKey, head(key), len(key), MaxKeyBytes, state.MaxKeyBytes, LeasePrefix)
 	case !utf8.ValidString(key):
 		return fmt.Errorf("%w: %w: key %q is not valid UTF-8", ErrInvalidArgument, state.ErrInvalidKey, key)
 	case strings.IndexByte(key, 0) >= 0:
@@ -211,6 +217,13 @@ func check(db *state.DB, key string, ttl time.Duration, fn func(context.Context)
 	}
 	return nil
 }
+
+// headBytes is how much of a key too long to keep an error quotes.
+const headBytes = 32
+
+// head returns the first headBytes of key, fewer where that would split a
+// character.
+func head(key string) string { return textcut.Head(key, headBytes) }
 
 // lookup reads key: its bytes and true when live, false when absent.
 func lookup(ctx context.Context, db *state.DB, key string) ([]byte, bool, error) {

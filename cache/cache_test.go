@@ -550,3 +550,95 @@ func TestWaitersComputeAfterAFailedFill(t *testing.T) {
 		})
 	}
 }
+
+// TestTooLongKeyIsQuotedByWholeCharacters: the error for a key longer than
+// MaxKeyBytes quotes its first 32 bytes, fewer where the 32nd byte falls
+// inside a character, so the quote never ends in half of one. Before, it
+// cut at 32 bytes whatever was there: "kéé...é\xc3"... for a key of "k"
+// and "é"s.
+func TestTooLongKeyIsQuotedByWholeCharacters(t *testing.T) {
+	db, _ := openDB(t)
+	var calls atomic.Int64
+	for _, c := range []struct{ key, quoted string }{
+		// The 33rd byte is the 2nd of a character (é, €), the 3rd (€), the
+		// 4th (😀): the cut backs up 1, 2, 3 bytes.
+		{"k" + strings.Repeat("é", 600), `"k` + strings.Repeat("é", 15) + `"...`},
+		{"k" + strings.Repeat("€", 400), `"k` + strings.Repeat("€", 10) + `"...`},
+		{"kkk" + strings.Repeat("€", 400), `"kkk` + strings.Repeat("€", 9) + `"...`},
+		{"k" + strings.Repeat("😀", 300), `"k` + strings.Repeat("😀", 7) + `"...`},
+		// On a character's start: 32 bytes.
+		{strings.Repeat("é", 600), `"` + strings.Repeat("é", 16) + `"...`},
+		{strings.Repeat("k", cache.MaxKeyBytes+1), `"` + strings.Repeat("k", 32) + `"...`},
+	} {
+		_, err := cache.GetOrCompute(capped(t), db, c.key, time.Minute, counting(&calls, "v"))
+		require.ErrorIs(t, err, cache.ErrInvalidArgument)
+		assert.ErrorContains(t, err, c.quoted)
+		assert.ErrorContains(t, err, fmt.Sprintf("... is %d bytes, over the cache's %d", len(c.key), cache.MaxKeyBytes))
+		assert.NotContains(t, err.Error(), `\x`, "no half character")
+	}
+	assert.Zero(t, calls.Load(), "nothing computed")
+}
+
+// requireDelDuringAFillWritesTheOldValue runs a fill of "report" on db
+// whose fn reads the source ("v1") and then waits; meanwhile the app
+// changes the source to "v2" and deletes the key, as an invalidation
+// would. The fill then writes "v1", after the Del: a Del does not stop a
+// fill already running (the fill is fenced against losing its lease, not
+// against a Del), so the value from before the change is served for its
+// ttl. A version in the key, bumped with the source, is never stale: the
+// new version's key is a miss that computes "v2".
+func requireDelDuringAFillWritesTheOldValue(t *testing.T, db *state.DB, ttl time.Duration) {
+	t.Helper()
+	ctx := capped(t)
+	var source atomic.Value
+	source.Store("v1")
+	read := func(context.Context) ([]byte, error) { return []byte(source.Load().(string)), nil }
+	started, finish := make(chan struct{}), make(chan struct{})
+	filled := make(chan []byte, 1)
+	go func() {
+		v, err := cache.GetOrCompute(ctx, db, "report", ttl, func(ctx context.Context) ([]byte, error) {
+			v, err := read(ctx) // the source as it was when the fill began
+			close(started)
+			<-finish
+			return v, err
+		})
+		assert.NoError(t, err)
+		filled <- v
+	}()
+	<-started
+	source.Store("v2")
+	_, err := db.Del(ctx, "report") // nothing to delete yet: the fill has not written
+	require.NoError(t, err)
+	close(finish)
+	assert.Equal(t, "v1", string(<-filled), "the fill returns what it computed")
+
+	var calls atomic.Int64
+	v, err := cache.GetOrCompute(ctx, db, "report", ttl, func(ctx context.Context) ([]byte, error) {
+		calls.Add(1)
+		return read(ctx)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(v), "the value from before the change and the Del is cached")
+	assert.Zero(t, calls.Load(), "a hit: nothing computed")
+
+	// A version in the key: the change is a new key.
+	v, err = cache.GetOrCompute(ctx, db, "report:"+source.Load().(string), ttl, read)
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(v), "a versioned key is never the old value")
+}
+
+// TestDelDuringAFillDoesNotStopIt: a fill that began before a Del of its
+// key writes the value it computed after the Del, and that value is served
+// for its whole ttl (requireDelDuringAFillWritesTheOldValue); a short ttl
+// bounds how long, and a version in the key avoids it.
+func TestDelDuringAFillDoesNotStopIt(t *testing.T) {
+	db, clock := openDB(t)
+	requireDelDuringAFillWritesTheOldValue(t, db, time.Minute)
+	left, err := db.TTL(t.Context(), "report")
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, left, "the old value lives its whole ttl")
+	clock.Advance(time.Minute)
+	v, err := cache.GetOrCompute(capped(t), db, "report", time.Minute, counting(new(atomic.Int64), "v2"))
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(v), "once the ttl ends, the next call computes again")
+}

@@ -26,4 +26,15 @@
 // Values are bytes; the caller encodes and decodes them. A value expires ttl
 // after it was written; expiry is the engine's (an expired value is absent
 // to every reader at once).
+//
+// A Del of a key does not stop a fill of it already running: the fill is
+// fenced against losing its lease, not against a Del. A fill that began
+// before a Del (its fn read the source before the app changed it) writes
+// the value it computed after the Del, and that value is served for its
+// whole ttl (TestDelDuringAFillDoesNotStopIt). So a Del is no
+// invalidation to count on while fills may run: where a value must not
+// outlive a change of its source for long, give it a ttl as short as that,
+// or put a version of the source in the key ("report:v42", the version
+// bumped with the source), so that a change is a new key, a miss, and a
+// fill of the old key is never read for the new version.
 package cache

@@ -99,3 +99,19 @@ func TestGetOrComputeOnARedisCluster(t *testing.T) {
 	_, err = cache.GetOrCompute(ctx, db, "report:weekly", time.Minute, counting(&calls, "v"), cache.WithMaxWait(0))
 	assert.ErrorIs(t, err, state.ErrInvalidArgument, "the lease was released: the next call fails the same way, not waiting")
 }
+
+// TestDelDuringAFillDoesNotStopItOnRedis is TestDelDuringAFillDoesNotStopIt
+// over a real redis-server: GetOrCompute runs on the verbs alone, so a Del
+// during a fill does not stop it there either.
+func TestDelDuringAFillDoesNotStopItOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	db, err := state.Open(redistest.Start(t).URL("c:"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	requireDelDuringAFillWritesTheOldValue(t, db, time.Hour)
+	left, err := db.TTL(t.Context(), "report")
+	require.NoError(t, err)
+	assert.Greater(t, left, 59*time.Minute, "the old value lives its ttl")
+}

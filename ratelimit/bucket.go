@@ -19,7 +19,11 @@ import (
 //
 // Each decision reads the TAT and writes it back in one Update, at that
 // transaction's time (now above), exact across goroutines and processes. A
-// refused request writes nothing. The key expires one capacity
+// refused request writes nothing. A TAT more than a capacity ahead of now
+// (written by a bucket of a larger burst under the same prefix, or by a
+// process whose engine time is ahead) is an empty bucket that refills from
+// that TAT: the refusal's RetryAfter and Reset count from it, so waiting
+// RetryAfter is enough there too. The key expires one capacity
 // (burst*interval) after the bucket is full again, so an idle client costs
 // no row for long, and a process whose clock is a little behind never finds
 // the bucket gone before it is full.
@@ -41,11 +45,14 @@ var _ Limiter = (*TokenBucket)(nil)
 // NewTokenBucket returns a limiter that refills limit tokens per window per
 // key and holds up to the limit (or WithBurst) tokens. The window is at least
 // a millisecond and at most 50 years; the limit at least 1 and at most one
-// token per nanosecond of window; the burst refills in at most 50 years. Its
-// keys start with "ratelimit:bucket:" unless WithPrefix says
-// otherwise.
+// token per nanosecond of window; the burst refills in at most 50 years, and
+// holds at least a millisecond of the rate (burst*window >= limit*1ms): the
+// engine's time moves in whole milliseconds, so a bucket allows at most its
+// burst per millisecond, and a smaller one would run slower than stated (the
+// error names the smallest burst that runs at the rate). Its keys start with
+// "ratelimit:bucket:" unless WithPrefix says otherwise.
 func NewTokenBucket(db *state.DB, limit int64, window time.Duration, opts ...Option) (*TokenBucket, error) {
-	c, err := newConfig("bucket", db, limit, window, opts)
+	c, err := newConfig("bucket", db, limit, window, bucketKeyRoom, opts)
 	if err != nil {
 		return nil, fmt.Errorf("token bucket: %w", err)
 	}
@@ -61,6 +68,18 @@ func NewTokenBucket(db *state.DB, limit int64, window time.Duration, opts ...Opt
 		return nil, fmt.Errorf("token bucket: %w: burst %d at one token per %v takes more than %v to refill",
 			ErrInvalidConfig, burst, time.Duration(interval), maxSpan)
 	}
+	// The engine's time moves in whole milliseconds, so a bucket refills
+	// at most its burst per millisecond: one that holds less than a
+	// millisecond of its rate (burst*window < limit*1ms) would run slower
+	// than stated. The smallest burst that runs at the rate holds a
+	// millisecond of it: ceil(limit*1ms/window).
+	if most := mul(uint64(limit), uint64(time.Millisecond)); most.greater(mul(uint64(burst), uint64(window))) {
+		return nil, fmt.Errorf("token bucket: %w: burst %d at %d per %v refills in %v, want at least 1ms "+
+			"(the engine's time is whole milliseconds, so the bucket would allow at most %d per millisecond): "+
+			"use a burst of at least %d",
+			ErrInvalidConfig, burst, limit, window, time.Duration(mul(uint64(burst), uint64(window)).floorDiv(uint64(limit))),
+			burst, most.ceilDiv(uint64(window)))
+	}
 	return &TokenBucket{db: db, limit: limit, burst: burst, interval: interval, tau: burst * interval, prefix: c.prefix}, nil
 }
 
@@ -74,7 +93,7 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 	if b == nil || b.db == nil {
 		return Decision{}, unmade("TokenBucket")
 	}
-	if err := checkRequest(key, n, b.burst, b.prefix, 0); err != nil {
+	if err := checkRequest(key, n, b.burst, b.prefix, bucketKeyRoom); err != nil {
 		return Decision{}, err
 	}
 	k := b.prefix + key
@@ -96,13 +115,14 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 		tat = max(tat, now)
 		if tat-now > b.tau {
 			// Written by a process whose engine time is ahead of ours,
-			// or by a bucket of a larger capacity: clamp to what our
-			// clock allows, never beyond. Another program's time is an
-			// error, not a bucket refused for ever.
-			if err := b.checkAhead(tx, k, tat-now); err != nil {
-				return err
-			}
-			tat = now + b.tau
+			// or by a bucket of a larger capacity: an empty bucket that
+			// refills from the time it holds, so the request is refused
+			// and its answer counts from that time. A refusal writes
+			// nothing, so an answer from a time clamped to now+tau
+			// would be the same at every call until the clock caught
+			// up: a RetryAfter that was never enough. Another
+			// program's time is an error, not a bucket refused for ever.
+			return b.checkAhead(tx, k, tat-now)
 		}
 		newTAT = tat + n*b.interval
 		allowed = newTAT-now <= b.tau // else refused: nothing written
@@ -128,9 +148,13 @@ func (b *TokenBucket) AllowN(ctx context.Context, key string, n int64) (Decision
 			d.RetryAfter = time.Duration(newTAT + b.interval - b.tau - now)
 		}
 	} else {
-		d.Remaining = (now + b.tau - tat) / b.interval
+		// From the stored time, however far ahead of a capacity it is:
+		// tat-now may exceed tau, so the differences are taken in an
+		// order that cannot overflow (n*interval <= tau), and newTAT,
+		// which a time near the end of int64 would overflow, is not used.
+		d.Remaining = max(0, (now+b.tau-tat)/b.interval)
 		d.Reset = time.Duration(tat - now)
-		d.RetryAfter = time.Duration(newTAT - b.tau - now)
+		d.RetryAfter = time.Duration((tat - now) - (b.tau - n*b.interval))
 	}
 	return d.inWholeMillis(), nil
 }

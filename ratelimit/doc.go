@@ -34,8 +34,9 @@
 //
 // Bad configuration (a limit or window of zero or less, a window under a
 // millisecond or over 50 years, a rate too fast to express in nanoseconds, a
-// burst that takes over 50 years to refill, a prefix that is not text or
-// leaves no room) and
+// burst that takes over 50 years to refill or holds less than a millisecond
+// of its rate, which the engine's whole milliseconds would slow, a prefix
+// that is not text or leaves no room) and
 // bad requests (a key that is empty, not UTF-8, holds NUL, or is too long
 // to store under the limiter's prefix; a request of n outside 1..limit, or
 // 1..burst for the bucket) are errors naming the cause, at construction or

@@ -25,7 +25,9 @@ import (
 // that transaction's time (its first count stays: a window may then refuse
 // a request it had room for, never allow one too many).
 // A request of n > 1 reads the count and adds n only if all n fit, in one
-// Update, so a refused big request leaves the room it did not take.
+// Update, so a refused big request leaves the room it did not take. So is a
+// request of one whose Incr finds the count at math.MaxInt64 (a limit near
+// it, its refusals counted up to there): it is refused, and the count stays.
 //
 // The price of a fixed window: a client can spend its limit at the end of
 // one window and again at the start of the next. SlidingWindow and
@@ -44,7 +46,7 @@ var _ Limiter = (*FixedWindow)(nil)
 // the limit at least 1.
 // Its keys start with "ratelimit:fixed:" unless WithPrefix says otherwise.
 func NewFixedWindow(db *state.DB, limit int64, window time.Duration, opts ...Option) (*FixedWindow, error) {
-	c, err := newConfig("fixed", db, limit, window, opts)
+	c, err := newConfig("fixed", db, limit, window, windowKeyRoom, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fixed window: %w", err)
 	}
@@ -76,7 +78,8 @@ func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision
 		}
 		// The Incr ran so long after the time it decided by that the
 		// window's count may have expired before it: it may have counted
-		// in a fresh one. Decide again, inside a transaction.
+		// in a fresh one. Or it found the count at math.MaxInt64, which
+		// it cannot add to. Decide again, inside a transaction.
 	}
 	return f.inTx(ctx, key, n, twoSteps)
 }
@@ -86,7 +89,9 @@ func (f *FixedWindow) AllowN(ctx context.Context, key string, n int64) (Decision
 // count's guaranteed life (a window past the window's end): the decision
 // cannot be trusted, and the caller decides again. The request it counted
 // then stays counted: a window may refuse a request it could have taken,
-// never take one too many.
+// never take one too many. placed is false too when the count is
+// math.MaxInt64, which the Incr cannot add to: the caller decides in a
+// transaction, which refuses without writing.
 func (f *FixedWindow) incr(ctx context.Context, key string) (d Decision, placed bool, err error) {
 	now := f.db.Now().UnixNano()
 	noteDecided(ctx, now)
@@ -98,7 +103,13 @@ func (f *FixedWindow) incr(ctx context.Context, key string) (d Decision, placed 
 	// process's clock) still finds this window's count, never a fresh one.
 	c, err := f.db.Incr(ctx, k, state.TTL(time.Duration(left+f.window)))
 	switch {
-	case errors.Is(err, state.ErrNotInteger), errors.Is(err, state.ErrOverflow):
+	case errors.Is(err, state.ErrOverflow):
+		// The count is math.MaxInt64: a window of a limit near it, full,
+		// that counted its refusals up to there (or a limiter of such a
+		// limit under the same prefix did). The Incr wrote nothing; the
+		// transaction reads the count and refuses without writing.
+		return Decision{}, false, nil
+	case errors.Is(err, state.ErrNotInteger):
 		return Decision{}, false, fmt.Errorf("fixed window %q: %w: %w", key, ErrBadState, err)
 	case err != nil:
 		return Decision{}, false, fmt.Errorf("fixed window %q: %w", key, err)

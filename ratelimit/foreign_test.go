@@ -53,7 +53,10 @@ func TestForeignStateErrorIsShort(t *testing.T) {
 // process ahead: refused with a RetryAfter that was never true, for ever,
 // since a refused request writes nothing and the row had no deadline. A
 // row a bucket wrote, from a process ahead or with a larger burst, is
-// still taken as an empty bucket.
+// still taken as an empty bucket, refilling from the time it holds: the
+// refusal's RetryAfter and Reset count from that time
+// (TestTokenBucketRefusalCountsFromAStoredTimeAhead), however near the end
+// of int64 it is.
 func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
 	ctx := t.Context()
 	far := t0.Add(time.Hour).UnixNano()
@@ -83,13 +86,21 @@ func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
 	}
 	// A deadline read in whole milliseconds may fall a millisecond short of
 	// the time it was written a capacity past: such a row is a bucket's,
-	// empty, and so is one a millisecond more than a capacity ahead.
+	// empty, and so is one a millisecond more than a capacity ahead, and
+	// one holding the largest time with the longest deadline. Each is full
+	// again at the time it holds, and has a token's room 48 s before.
+	largest := time.Duration(math.MaxInt64-t0.UnixNano()).Truncate(time.Millisecond) + time.Millisecond // rounded up
 	for name, c := range map[string]struct {
-		tat int64
-		set []state.WriteOption
+		tat  int64
+		set  []state.WriteOption
+		want want
 	}{
-		"a deadline 1ms short":      {far, []state.WriteOption{state.TTL(time.Hour - time.Millisecond)}},
-		"1ms past a capacity ahead": {t0.Add(time.Minute + time.Millisecond).UnixNano(), nil},
+		"a deadline 1ms short": {far, []state.WriteOption{state.TTL(time.Hour - time.Millisecond)},
+			want{false, 0, time.Hour - 48*time.Second, time.Hour}},
+		"1ms past a capacity ahead": {t0.Add(time.Minute + time.Millisecond).UnixNano(), nil,
+			want{false, 0, 12*time.Second + time.Millisecond, time.Minute + time.Millisecond}},
+		"the largest, the longest deadline": {math.MaxInt64, []state.WriteOption{state.TTL(math.MaxInt64)},
+			want{false, 0, largest - 48*time.Second, largest}},
 	} {
 		db, _ := openDB(t)
 		if c.set == nil {
@@ -98,7 +109,7 @@ func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
 		require.NoError(t, db.Set(ctx, "ratelimit:bucket:k", c.tat, c.set...))
 		d, err := limiters(t, db, 5, time.Minute)["bucket"].Allow(ctx, "k")
 		require.NoError(t, err, name)
-		check(t, d, 5, want{false, 0, 12 * time.Second, time.Minute}, name)
+		check(t, d, 5, c.want, name)
 	}
 
 	// Rows a bucket wrote: by a process whose engine time is ahead, and by
@@ -117,11 +128,32 @@ func TestTokenBucketForeignFutureIsAnError(t *testing.T) {
 	check(t, decide(t, a, "k", 5), 5, want{true, 0, 12 * time.Second, time.Minute}, "emptied by the process ahead")
 	b, err := ratelimit.NewTokenBucket(behind, 5, time.Minute)
 	require.NoError(t, err)
-	check(t, decide(t, b, "k", 1), 5, want{false, 0, 12 * time.Second, time.Minute}, "empty for the process behind")
+	check(t, decide(t, b, "k", 1), 5, want{false, 0, 42 * time.Second, 90 * time.Second}, "empty for the process behind, full 90 s from its now")
 	big, err := ratelimit.NewTokenBucket(behind, 5, time.Minute, ratelimit.WithBurst(50), ratelimit.WithPrefix("big:"))
 	require.NoError(t, err)
 	decide(t, big, "k", 50)
 	small, err := ratelimit.NewTokenBucket(behind, 5, time.Minute, ratelimit.WithPrefix("big:"))
 	require.NoError(t, err)
-	check(t, decide(t, small, "k", 1), 5, want{false, 0, 12 * time.Second, time.Minute}, "a larger bucket's row is an empty smaller bucket")
+	check(t, decide(t, small, "k", 1), 5, want{false, 0, 552 * time.Second, 600 * time.Second}, "a larger bucket's row is an empty smaller bucket, full 600 s from now")
+}
+
+// TestErrorsQuoteByWholeCharacters: an error quotes a long key, or what a
+// limiter's key holds, by its first 32 bytes, fewer where the 32nd byte
+// falls inside a character, so the quote never ends in half of one.
+// Before, it cut at 32 bytes whatever was there: "kéé...é\xc3...".
+func TestErrorsQuoteByWholeCharacters(t *testing.T) {
+	db, _ := openDB(t)
+	long := "k" + strings.Repeat("é", 600) // the 33rd byte is the 2nd of an é
+	quoted := `"k` + strings.Repeat("é", 15) + `..."`
+	for name, l := range limiters(t, db, 5, time.Minute) {
+		_, err := l.Allow(t.Context(), long)
+		require.ErrorIs(t, err, ratelimit.ErrInvalidRequest, name)
+		assert.ErrorContains(t, err, quoted, name)
+		assert.NotContains(t, err.Error(), `\x`, "%s: no half character", name)
+	}
+	require.NoError(t, db.Set(t.Context(), "ratelimit:bucket:k", "y"+strings.Repeat("😀", 20))) // the 4th byte of a 😀
+	_, err := limiters(t, db, 5, time.Minute)["bucket"].Allow(t.Context(), "k")
+	require.ErrorIs(t, err, ratelimit.ErrBadState)
+	assert.ErrorContains(t, err, `81 bytes "y`+strings.Repeat("😀", 7)+`..."`)
+	assert.NotContains(t, err.Error(), `\x`, "no half character")
 }

@@ -46,7 +46,9 @@ func OnError(fn func(w http.ResponseWriter, r *http.Request, err error)) HTTPOpt
 // Retry-After, and never reaches next. Retry-After and RateLimit-Reset are
 // whole seconds rounded up, so a client that waits that long is not early;
 // on a 429 RateLimit-Reset names the same moment as Retry-After, as the
-// draft asks.
+// draft asks. Every field is a non-negative integer: a Decision's negative
+// Limit, Remaining or Reset (from a Limiter of the caller's own) is sent
+// as 0.
 //
 // NewMiddleware returns ErrInvalidConfig for a nil limiter (a nil
 // *FixedWindow too), key function or next handler.
@@ -97,8 +99,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set(HeaderLimit, strconv.FormatInt(d.Limit, 10))
-	h.Set(HeaderRemaining, strconv.FormatInt(d.Remaining, 10))
+	// The fields are non-negative integers: a Limiter of the caller's own
+	// may say less than zero, which no client can parse as the draft asks.
+	h.Set(HeaderLimit, strconv.FormatInt(max(d.Limit, 0), 10))
+	h.Set(HeaderRemaining, strconv.FormatInt(max(d.Remaining, 0), 10))
 	if d.Allowed {
 		h.Set(HeaderReset, seconds(d.Reset))
 		m.next.ServeHTTP(w, r)

@@ -104,6 +104,40 @@ func TestMiddlewareRetryAfterIsAtLeastASecondFromAnyLimiter(t *testing.T) {
 	assert.Equal(t, [4]string{"1", "0", "1", "1"}, fields(rec))
 }
 
+// negative is a Limiter of the caller's own whose Decision says less than
+// zero in every number: a quota it computed wrong.
+type negative struct{ allowed bool }
+
+func (l negative) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+func (l negative) AllowN(context.Context, string, int64) (ratelimit.Decision, error) {
+	return ratelimit.Decision{Allowed: l.allowed, Limit: -3, Remaining: -5, RetryAfter: -time.Second, Reset: -time.Second}, nil
+}
+
+// TestMiddlewareFieldsAreNeverNegative: the fields are non-negative
+// integers, as the draft defines them, whatever a Limiter of the caller's
+// own says: a negative Limit or Remaining is sent as 0 (it was sent as it
+// was: RateLimit-Remaining: -5), a negative Reset as 0, and a refusal's
+// Retry-After is still a second.
+func TestMiddlewareFieldsAreNeverNegative(t *testing.T) {
+	for _, c := range []struct {
+		allowed bool
+		code    int
+		want    [4]string
+	}{
+		{true, http.StatusNotFound, [4]string{"0", "0", "0", ""}},
+		{false, http.StatusTooManyRequests, [4]string{"0", "0", "1", "1"}},
+	} {
+		h, err := ratelimit.NewMiddleware(negative{c.allowed}, byClient, http.NotFoundHandler())
+		require.NoError(t, err)
+		rec := serve(h, "c")
+		assert.Equal(t, c.code, rec.Code, "allowed %v", c.allowed)
+		assert.Equal(t, c.want, fields(rec), "allowed %v", c.allowed)
+	}
+}
+
 func TestMiddlewareFailsClosed(t *testing.T) {
 	db, _ := openDB(t)
 	l, err := ratelimit.NewFixedWindow(db, 100, time.Minute)

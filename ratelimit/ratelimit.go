@@ -11,6 +11,7 @@ import (
 
 	"github.com/statekit/statekit/internal/bugs"
 	"github.com/statekit/statekit/internal/recipehooks"
+	"github.com/statekit/statekit/internal/textcut"
 	"github.com/statekit/statekit/state"
 )
 
@@ -74,11 +75,16 @@ func ceilMillis(d time.Duration) time.Duration {
 // Errors. Returned errors wrap them with the cause.
 var (
 	// ErrInvalidConfig is returned by the constructors for a configuration
-	// that cannot limit anything: a nil DB, a limit or window of zero or
-	// less, a window under a millisecond or over 50 years, a rate past one
-	// token per nanosecond, a burst that takes over 50 years to refill, a
-	// nil Option, a prefix that is not text or leaves no room, WithBurst on
-	// a window limiter; and by Allow and AllowN of a nil or zero limiter,
+	// that cannot limit anything, or not as stated: a nil DB, a limit or
+	// window of zero or less, a window under a millisecond or over 50
+	// years, a rate past one token per nanosecond, a burst that takes over
+	// 50 years to refill or holds less than a millisecond of its rate
+	// (burst*window < limit*1ms: the engine's time is whole milliseconds,
+	// so such a bucket allows at most its burst per millisecond; the error
+	// names the smallest burst that runs at the rate), a nil Option, a
+	// prefix that is not text or leaves no room for a key of one byte (with
+	// a window's 20 bytes of index, for a window limiter), WithBurst on a
+	// window limiter; and by Allow and AllowN of a nil or zero limiter,
 	// which no constructor made.
 	ErrInvalidConfig = errors.New("ratelimit: invalid configuration")
 	// ErrInvalidRequest is returned by Allow and AllowN for a key the
@@ -133,8 +139,11 @@ func WithBurst(b int64) Option {
 }
 
 // newConfig applies opts over the defaults and checks what every limiter
-// checks.
-func newConfig(kind string, db *state.DB, limit int64, window time.Duration, opts []Option) (config, error) {
+// checks; room is what the limiter of kind adds to the caller's key besides
+// its prefix (windowKeyRoom for a window, bucketKeyRoom for the bucket), so
+// that a prefix is refused only when it leaves no room for a key of one
+// byte.
+func newConfig(kind string, db *state.DB, limit int64, window time.Duration, room int, opts []Option) (config, error) {
 	c := config{prefix: "ratelimit:" + kind + ":"}
 	if db == nil {
 		return c, fmt.Errorf("%w: nil *state.DB", ErrInvalidConfig)
@@ -159,9 +168,9 @@ func newConfig(kind string, db *state.DB, limit int64, window time.Duration, opt
 	if err := checkText(c.prefix); err != nil {
 		return c, fmt.Errorf("%w: prefix %q %v", ErrInvalidConfig, c.prefix, err)
 	}
-	if len(c.prefix)+windowKeyRoom >= state.MaxKeyBytes {
-		return c, fmt.Errorf("%w: prefix %q is %d bytes, leaving no room for a key under the engine's %d",
-			ErrInvalidConfig, cut(c.prefix), len(c.prefix), state.MaxKeyBytes)
+	if len(c.prefix)+room >= state.MaxKeyBytes {
+		return c, fmt.Errorf("%w: prefix %q is %d bytes, leaving no room for a key under the engine's %d (the most is %d for this limiter)",
+			ErrInvalidConfig, cut(c.prefix), len(c.prefix), state.MaxKeyBytes, state.MaxKeyBytes-1-room)
 	}
 	return c, nil
 }
@@ -175,10 +184,14 @@ const maxSpan = 50 * 365 * 24 * time.Hour
 // prefix: ":" and the window's index, at most 19 digits.
 const windowKeyRoom = 1 + 19
 
+// bucketKeyRoom is what the token bucket adds to the caller's key besides
+// its prefix: nothing, its key is the prefix and the caller's key.
+const bucketKeyRoom = 0
+
 // checkRequest checks a call's key and cost against limit (a token
 // bucket's: its burst); room is what the limiter adds to the key besides
-// prefix (0 for the bucket), so that every key it writes is one the engine
-// takes.
+// prefix (bucketKeyRoom, nothing, for the bucket), so that every key it
+// writes is one the engine takes.
 func checkRequest(key string, n, limit int64, prefix string, room int) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidRequest)
@@ -192,7 +205,7 @@ func checkRequest(key string, n, limit int64, prefix string, room int) error {
 	}
 	if n < 1 || n > limit {
 		bound := "the limit"
-		if room == 0 {
+		if room == bucketKeyRoom {
 			bound = "the bucket's burst"
 		}
 		return fmt.Errorf("%w: key %q: n %d, want 1..%d (%s)", ErrInvalidRequest, key, n, limit, bound)
@@ -206,12 +219,13 @@ func unmade(kind string) error {
 	return fmt.Errorf("%w: a nil or zero %s; make it with New%s", ErrInvalidConfig, kind, kind)
 }
 
-// cut shortens a long key for an error message.
+// cut shortens a long key for an error message: its first 32 bytes, fewer
+// where that would split a character, and "...".
 func cut(key string) string {
 	if len(key) <= 32 {
 		return key
 	}
-	return key[:32] + "..."
+	return textcut.Head(key, 32) + "..."
 }
 
 // checkText refuses what no key may hold: bytes that are not UTF-8, and NUL.

@@ -373,16 +373,25 @@ func TestForeignStateIsAnError(t *testing.T) {
 		assert.ErrorIs(t, err, ratelimit.ErrBadState, "%s: one request", name)
 	}
 	// A fixed window's single Incr finds what no decision writes: a count
-	// below one after its own, or one it cannot add to.
+	// below one after its own. A count it cannot add to, math.MaxInt64, is
+	// one a decision writes (a full window of a limit near it counts its
+	// refusals up to there, and limiters of one kind share keys whatever
+	// their limits): refused, and left as it is
+	// (TestFixedWindowRefusesAtTheLargestCount).
 	idx := fmt.Sprint(t0.UnixNano() / int64(time.Minute))
 	f, err := ratelimit.NewFixedWindow(db, 5, time.Minute)
 	require.NoError(t, err)
-	for _, v := range []any{-5, int64(math.MaxInt64)} {
-		require.NoError(t, db.Set(ctx, "ratelimit:fixed:k:"+idx, v))
-		d, err := f.Allow(ctx, "k")
-		assert.ErrorIs(t, err, ratelimit.ErrBadState, "fixed window over %v", v)
-		assert.False(t, d.Allowed, "fixed window over %v", v)
-	}
+	require.NoError(t, db.Set(ctx, "ratelimit:fixed:k:"+idx, -5))
+	d, err := f.Allow(ctx, "k")
+	assert.ErrorIs(t, err, ratelimit.ErrBadState, "fixed window over -5")
+	assert.False(t, d.Allowed, "fixed window over -5")
+	require.NoError(t, db.Set(ctx, "ratelimit:fixed:k:"+idx, int64(math.MaxInt64)))
+	d, err = f.Allow(ctx, "k")
+	require.NoError(t, err, "fixed window over the largest count")
+	check(t, d, 5, want{false, 0, time.Minute, time.Minute}, "fixed window over the largest count")
+	v, err := db.Get(ctx, "ratelimit:fixed:k:"+idx)
+	require.NoError(t, err)
+	assert.Equal(t, "9223372036854775807", v.String(), "left as it is")
 	// A count or a time below zero, which no decision writes, read inside
 	// an Update: a window would take it for room it never had.
 	for _, k := range []string{"ratelimit:bucket:k", "ratelimit:sliding:k:" + idx, "ratelimit:fixed:k:" + idx} {

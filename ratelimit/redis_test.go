@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/statekit/statekit/internal/redistest"
 	_ "github.com/statekit/statekit/redisstate" // the workers open redis:// URLs
@@ -66,5 +67,47 @@ func TestLimitersDecideOnARedisCluster(t *testing.T) {
 				assert.False(t, d.Allowed, "%s: %d past the limit", what, n)
 			}
 		}
+	}
+}
+
+// TestTokenBucketRefusalCountsFromAStoredTimeAheadOnRedis is
+// TestTokenBucketRefusalCountsFromAStoredTimeAhead's lowered burst over a
+// real redis-server: the bucket decides in this package's Go over the
+// verbs, on either backend. The server's clock cannot be stepped, so a
+// token is 20 ms and the test sleeps each RetryAfter: one sleep is enough.
+// (Before, each refusal said 20 ms, and the bucket refused about 46 times
+// before it had room.) A slower machine only sleeps longer, and waiting
+// more than RetryAfter never makes a bucket refuse.
+func TestTokenBucketRefusalCountsFromAStoredTimeAheadOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	db, err := state.Open(redistest.Start(t).URL("rl:"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	// Full again 50*20 ms after the bucket of 50 was emptied; to the
+	// bucket of 5 (a capacity of 100 ms) a token's room comes 80 ms before.
+	small := emptiedByALargerBurst(t, db, 100*time.Millisecond)
+	refusals := untilAllowed(t, small, "k", 1, time.Sleep)
+	assert.LessOrEqual(t, len(refusals), 1, "one wait of RetryAfter is enough; refused %d times", len(refusals))
+	for _, d := range refusals {
+		assert.Equal(t, d.Reset-80*time.Millisecond, d.RetryAfter, "RetryAfter counts from the time Reset does: %+v", d)
+	}
+}
+
+// TestFixedWindowRefusesAtTheLargestCountOnRedis is
+// TestFixedWindowRefusesAtTheLargestCount over a real redis-server, whose
+// INCR refuses to overflow as the file's does. The window is 50 years, so
+// no window edge falls within the test (none before 2070).
+func TestFixedWindowRefusesAtTheLargestCountOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	db, err := state.Open(redistest.Start(t).URL("rl:"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	for _, d := range requireRefusedAtTheLargestCount(t, db, fiftyYears) {
+		assert.Zero(t, d.Remaining)
+		assert.Equal(t, d.Reset, d.RetryAfter, "refused until the window ends: %+v", d)
 	}
 }

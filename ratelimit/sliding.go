@@ -41,7 +41,7 @@ var _ Limiter = (*SlidingWindow)(nil)
 // 50 years; the limit at least 1. Its keys start with "ratelimit:sliding:" unless WithPrefix says
 // otherwise.
 func NewSlidingWindow(db *state.DB, limit int64, window time.Duration, opts ...Option) (*SlidingWindow, error) {
-	c, err := newConfig("sliding", db, limit, window, opts)
+	c, err := newConfig("sliding", db, limit, window, windowKeyRoom, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sliding window: %w", err)
 	}
