@@ -176,14 +176,21 @@
 // yes, appendfsync always, and maxmemory 0 or maxmemory-policy noeviction,
 // and otherwise fails with state.ErrNotDurable saying why and how to opt
 // out; where CONFIG is refused or renamed, it says the durability cannot
-// be verified. A passed check holds until the store opens a connection: a
+// be verified (a server that refuses every command for now, such as one
+// whose password changed, is state.ErrUnavailable, as for any verb). A
+// passed check holds until the store opens a connection: a
 // server restarted with appendonly no loaded no append-only file and would
 // grant token 1 again, so a grant sent over a connection opened since the
 // check is checked again (before EXEC in Update; after the script for
-// Lease, whose answer is then not given). The URL parameter
+// Lease, whose answer is then not given: ErrNotDurable and
+// ErrOutcomeUnknown, since the grant may stand on the server). The URL parameter
 // allow_unsafe_leases=true skips the check: tokens may then repeat after a
 // crash or an eviction. The check cannot see a server whose settings are
-// changed with CONFIG SET, without a restart, after it.
+// changed with CONFIG SET, without a restart, after it. Nor can anything
+// keep a token from repeating when another client deletes lease hashes
+// (FLUSHALL, FLUSHDB, DEL of the store's keys): the holder's next Renew is
+// state.ErrLeaseLost, and the lease's next grant is token 1 again. Give
+// the store a database or a prefix no one else deletes.
 //
 // On a store opened with state.WithSync(state.SyncFull), which promises
 // that every answered write survives a crash, every write verb makes the
@@ -209,7 +216,8 @@
 // finds it absent as if it had been deleted. Run a store whose keys must
 // last to their deadline on a server with maxmemory-policy noeviction: a
 // write past maxmemory then fails with state.ErrUnavailable (the server's
-// OOM reply) and nothing is lost.
+// OOM reply) and nothing is lost, while reads go on (Get, whose
+// transaction such a server refuses, reads through a script then).
 //
 // Replicas do not make grants safer by themselves: Redis replicates
 // asynchronously, so a failover can promote a replica that never saw the
@@ -234,7 +242,10 @@
 // runs whole or not at all). When the caller's context ends, the error
 // wraps the context's error (errors.Is(err, context.DeadlineExceeded)),
 // and ErrOutcomeUnknown too when a write was in flight: every verb returns
-// by the context's deadline. A key of another Redis type under the
+// by the context's deadline. A context cancelled without its deadline
+// having passed does not cut short a command already sent to a server that
+// does not answer (one stopped, say): the verb returns when the client's
+// read timeout ends it, seconds later. A key of another Redis type under the
 // prefix is state.ErrCorrupt. Close waits for the verbs in flight on
 // other goroutines, as a file's Close does, so a write already sent gets
 // its answer; a verb that starts once Close has begun gets

@@ -48,3 +48,37 @@ func TestLeaseRefusesAServerThatEvicts(t *testing.T) {
 		require.NoError(t, err, "without maxmemory nothing is evicted")
 	})
 }
+
+// TestReadsWorkPastMaxmemory: a server over its maxmemory (noeviction)
+// refuses writes, ErrUnavailable with nothing applied, and still answers
+// every read, Get included: Redis refuses every command queued in a MULTI
+// there, so Get's transaction was ErrUnavailable "OOM", where a full disk
+// leaves a file's reads working.
+func TestReadsWorkPastMaxmemory(t *testing.T) {
+	db, srv := openDB(t)
+	ctx := ctxT(t)
+	require.NoError(t, db.Set(ctx, "k", "hello", state.TTL(time.Hour)))
+	require.NoError(t, db.Set(ctx, "n", 7))
+	redisCmd(t, srv, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	redisCmd(t, srv, "CONFIG", "SET", "maxmemory", "1")
+	defer redisCmd(t, srv, "CONFIG", "SET", "maxmemory", "0")
+
+	v, err := db.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "hello", v.String())
+	v, err = db.Get(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, state.IntValue(7), v)
+	_, err = db.Get(ctx, "missing")
+	assert.ErrorIs(t, err, state.ErrNotFound)
+	d, err := db.TTL(ctx, "k")
+	require.NoError(t, err)
+	assert.Greater(t, d, 59*time.Minute)
+
+	err = db.Set(ctx, "k", "other")
+	require.ErrorIs(t, err, state.ErrUnavailable)
+	assert.Contains(t, err.Error(), "OOM")
+	v, err = db.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "hello", v.String(), "the refused write applied nothing")
+}

@@ -76,6 +76,11 @@ func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
 		if redirect(err) {
 			return state.Value{}, err
 		}
+		if strings.HasPrefix(err.Error(), "OOM ") {
+			// Past maxmemory, Redis refuses every command queued in a
+			// MULTI, reads too; a script that only reads it runs.
+			return s.getByScript(ctx, rkey)
+		}
 		return state.Value{}, s.fail(ctx, err, reads)
 	}
 	t, err := tm.Result()
@@ -104,6 +109,24 @@ func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
 		if deadline <= now {
 			return state.Value{}, state.ErrNotFound
 		}
+	}
+	return decode(v)
+}
+
+// getByScript is Get through the read script (scripts/read.lua), for a
+// server that refuses Get's transaction: one over its maxmemory.
+func (s *store) getByScript(ctx context.Context, rkey string) (state.Value, error) {
+	r, err := s.run(ctx, readScript, reads, []string{rkey})
+	if err != nil {
+		return state.Value{}, err
+	}
+	v, err1 := r.str(0)
+	found, err2 := r.int(1)
+	if err := errors.Join(err1, err2); err != nil {
+		return state.Value{}, err
+	}
+	if found == 0 {
+		return state.Value{}, state.ErrNotFound
 	}
 	return decode(v)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +88,7 @@ func (s *store) checkDurable(ctx context.Context, lease bool) (uint64, error) {
 			got, err := c.ConfigGet(ctx, pattern).Result()
 			if err != nil {
 				var rerr redis.Error
-				if errors.As(err, &rerr) && !isNetError(err) {
+				if errors.As(err, &rerr) && !isNetError(err) && configRefused(s.replyError(err)) {
 					problem(fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
 						state.ErrNotDurable, addr, err, d.optOut))
 					return nil
@@ -133,6 +134,16 @@ func (s *store) recheckDurable(ctx context.Context, gen uint64, lease bool) erro
 	return err
 }
 
+// configRefused reports whether err, CONFIG GET's reply error as
+// replyError reads it, refuses that one command (unknown or renamed, or
+// not allowed to this user: NOPERM), so durability cannot be verified;
+// false for a server that refuses every command for now (a password it
+// no longer takes, still loading), which is ErrUnavailable as for any
+// verb.
+func configRefused(err error) bool {
+	return !errors.Is(err, state.ErrUnavailable) || strings.Contains(err.Error(), "NOPERM")
+}
+
 // evicts reports whether a server with these maxmemory and
 // maxmemory-policy settings may delete keys to make room: a memory limit
 // (maxmemory not 0) and a policy other than noeviction. A setting it
@@ -174,12 +185,14 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	}
 	if err := s.recheckDurable(ctx, gen, true); err != nil {
 		// The script ran on a connection opened after the check: what
-		// it answered is not given. A server that no longer keeps
-		// every write is refused, as the check before it would have;
-		// a check that could not be made leaves the grant unknown to
-		// the caller (the same owner's retry gets the same token).
+		// it answered is not given, and the grant it may have made
+		// stands on the server (until a restart that loses it), so its
+		// outcome is unknown (the same owner's retry gets the same
+		// token). A server that no longer keeps every write is refused
+		// from the next call on, by the check before it.
 		if errors.Is(err, state.ErrNotDurable) {
-			return nil, fmt.Errorf("%w (the server answered the lease over a connection opened since its last check; its answer is not given)", err)
+			return nil, fmt.Errorf("%w: %w (the server answered the lease over a connection opened since its last check, and may have granted it; its answer is not given)",
+				state.ErrOutcomeUnknown, err)
 		}
 		return nil, fmt.Errorf("%w: the server answered the lease over a connection opened since its durability was last checked, and checking again failed, so its answer is not given: %v",
 			state.ErrOutcomeUnknown, err)

@@ -63,10 +63,14 @@ func (tx *Tx) rolledBack() {
 // commit is durable before Update returns. A Renew or Release inside moves
 // the caller's *Lease at once, and back if the transaction does not commit.
 //
-// fn must use tx's verbs, never the DB's: a DB verb called inside fn waits
-// for the transaction to end, which waits for fn, so it waits until its own
-// context ends (for ever with context.Background). A Tx kept past its
-// Update refuses every verb with ErrInvalidArgument.
+// fn must use tx's verbs, never the DB's: on a file, a DB verb called
+// inside fn waits for the transaction to end, which waits for fn, so it
+// waits until its own context ends (for ever with context.Background), and
+// Close called inside fn never returns (Close has no context), nor does the
+// Update. Over Redis a DB verb inside fn does not wait: it runs apart from
+// the transaction, and a write to a key fn read makes fn run again; code
+// that does it hangs when pointed at a file. A Tx kept past its Update
+// refuses every verb with ErrInvalidArgument.
 //
 // On a store opened from a URL (redis://), Update is optimistic: it
 // watches what fn reads and commits what fn wrote only if none of it
