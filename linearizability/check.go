@@ -35,7 +35,9 @@ type Result struct {
 	Verdict Verdict
 	// Partition names the first failing partition in sorted order ("g:"+tag
 	// for keys with a hash tag, "k:"+key or "l:"+name) when Illegal, or the
-	// first that timed out when Unknown and none failed. Empty otherwise.
+	// first that timed out when Unknown and none failed. Empty otherwise,
+	// and for a history found Illegal before any search (an op answered
+	// ErrInvalid that the spec does not refuse, an out-of-order scan).
 	Partition string
 	// Description explains an Illegal or Unknown verdict: the longest
 	// linearizable prefix of the failing partition, the states it leaves,
@@ -96,12 +98,15 @@ func (r Result) WriteHTML(path string) error {
 // deterministic when no partition runs out of time.
 //
 // Operations answered model.ErrInvalid changed nothing and are left out,
-// after checking that the spec refuses them too (an Update refused for one
+// after checking that the spec refuses them too: one the spec does not
+// refuse makes the verdict Illegal before any partition is searched, so
+// Partition is empty (an Update refused for one
 // of its sub-inputs is checked against the model instead: whether that
 // sub-input is reached depends on the state); so are calls whose answer a
 // crash or power loss hid that the spec refuses in every state
 // (model.Refuses), and reads (Get, TTL, Scan, Leases, an Update that only reads or
-// aborts) whose answer was lost.
+// aborts) whose answer was lost. A Kind that is no verb (the zero Kind
+// included) is a malformed history, not an invalid op (Validate).
 func Check(history []Op, timeout time.Duration) Result {
 	return check(history, timeout, true)
 }

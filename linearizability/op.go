@@ -121,7 +121,9 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // deadlines, so a window of seconds costs about what one time does (a call
 // that sets two deadlines of a group from its one time makes a row per
 // time).
-// Zero: the op ran at Input.NowMillis.
+// Zero, or less than Input.NowMillis: the op ran at Input.NowMillis. It is
+// read only on an Unknown op. Like every engine time, it is unix
+// milliseconds.
 //
 // Durability says how a write committed; a Full write is a durable point
 // when it committed.

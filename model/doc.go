@@ -1,6 +1,9 @@
 // Package model is the sequential specification of every statekit verb: a
 // pure function Step(State, Input) -> (State, Output), with time an input
-// (Input.NowMillis, unix milliseconds). The engine (package state) implements
+// (Input.NowMillis, unix milliseconds, at or after 0, as are the deadlines
+// now+ttl the rules below make: a TTL whose deadline would pass the int64
+// range is outside the model; the engine caps TTLs far below it). The
+// engine (package state) implements
 // the same rules over SQLite; the linearizability checker and the engine's
 // model-based tests compare the two.
 //
@@ -22,7 +25,8 @@
 //   - CAS: matches iff (Expected == nil and the key is not live) or
 //     (Expected != nil and the key is live and its value == *Expected). On a
 //     match New == nil deletes a live key, else sets New, keeping the deadline
-//     of a live key (an absent key gets none). OK = matched.
+//     of a live key (an absent key gets none), or, with ttl > 0, giving it
+//     the deadline now+ttl. OK = matched.
 //   - Expire: ttl <= 0 deletes the key, OK = it was live. ttl > 0: live ->
 //     deadline now+ttl, OK; absent -> OK false, nothing changes.
 //   - TTL: absent -> ErrNotFound; no deadline -> NoExpiry; else deadline-now.
@@ -50,7 +54,8 @@
 //   - Leases and keys are separate namespaces.
 //   - Bad input (a key or lease name empty, over 1 KiB, not UTF-8 or
 //     holding NUL; a lease owner empty or over 1 KiB; a Set value, or a CAS
-//     Expected or New, of bytes over 1 MiB; a Lease or Renew ttl <= 0; a
+//     Expected or New, of bytes over 1 MiB; a CAS with ttl > 0 and a nil
+//     New; a Lease or Renew ttl <= 0; a
 //     nested Update, Flush, Sweep, Scan or Leases; a Flush sub-input that is not IncrBy)
 //     gives ErrInvalid and changes nothing.
 package model

@@ -101,7 +101,7 @@ type inputJSON struct {
 }
 
 // MarshalJSON writes in with lower-case field names, omitting zero fields
-// (the zero Kind is written as "").
+// but kind and now_ms, which are always written (the zero Kind as "").
 func (in Input) MarshalJSON() ([]byte, error) {
 	j := inputJSON{
 		Kind: in.Kind, Key: text(in.Key), Expected: in.Expected, New: in.New, Delta: in.Delta,
@@ -168,7 +168,8 @@ type leaseJSON struct {
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
 
-// MarshalJSON writes o with lower-case field names, omitting zero fields.
+// MarshalJSON writes o with lower-case field names, omitting zero fields
+// but err, which is always written ("none" for ErrNone).
 func (o Output) MarshalJSON() ([]byte, error) {
 	j := outputJSON{
 		Err: o.Err, Int: o.Int, OK: o.OK, N: o.N, TTLMillis: o.TTLMillis, Token: o.Token,

@@ -86,6 +86,7 @@ func (e ErrKind) aborts() bool { return e != ErrNone && e != ErrNotFound }
 //	                the same owner: extended, its token kept); on
 //	                ErrLeaseHeld Owner and ExpiresAt of the holder
 //	Renew           ExpiresAt
+//	                (ExpiresAt: unix milliseconds, as everywhere)
 //	Update, Flush   Sub: one Output per sub-input run (an aborted Update
 //	                stops after the failing one)
 //	Scan            Rows, in byte order of the keys

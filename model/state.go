@@ -34,7 +34,8 @@ type LeaseRow struct {
 }
 
 // Live reports whether the lease is held at nowMillis: its deadline is after
-// now. A released lease (ExpiresAt 0) is never live.
+// now. A released lease (ExpiresAt 0) is never live at a time the model
+// takes (unix ms, at or after 0).
 func (l LeaseRow) Live(nowMillis int64) bool { return l.ExpiresAt > nowMillis }
 
 // State is the whole store: key rows and lease rows, in separate namespaces.
