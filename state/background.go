@@ -32,6 +32,12 @@ func (b *background) start(db *DB) {
 	if !db.cfg.runsBackground() {
 		return
 	}
+	if db.remote == nil {
+		// Before the sweeper and the flusher start: their writes tell
+		// the checkpointer (checkpointer.wrote), which reads these.
+		b.ckpt.kick = make(chan struct{}, 1)
+		b.ckpt.every = db.cfg.checkpointEvery
+	}
 	if d := db.cfg.sweepInterval; d > 0 && db.remote == nil { // a remote store expires keys itself
 		b.spawn(db, "sweeper", func() {
 			// Every interval, or sooner after a pass that found a
@@ -49,8 +55,6 @@ func (b *background) start(db *DB) {
 	if db.remote != nil {
 		return // no file to checkpoint
 	}
-	b.ckpt.kick = make(chan struct{}, 1)
-	b.ckpt.every = db.cfg.checkpointEvery
 	b.spawn(db, "checkpointer", func() {
 		for b.waitKick(db) {
 			b.ckpt.checkpoint(db)
