@@ -23,7 +23,12 @@
 // every sync free).
 //
 // statebench exits 1 if a scenario fails to run, or is not exact (a lost
-// increment); a missed target is reported in the table, not as an error.
+// increment), or if the command line would run nothing (a -run that
+// matches no scenario, arguments that are not flags), 2 for a flag it does
+// not take; a missed target is reported in the table, not as an error.
+// The JSON is written before the table, so a stdout that cannot take the
+// table (statebench | head) loses neither. Ctrl-C (130) or SIGTERM (143)
+// ends it at once, its worker processes and files with it (unless -keep).
 package main
 
 import (
@@ -33,8 +38,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/statekit/statekit/internal/cliout"
 )
 
 // env is what every scenario runs with.
@@ -105,31 +116,50 @@ func main() {
 		}
 		return
 	}
-	if err := run(); err != nil {
+	// A closed stdout is a write error the table falls back to stderr
+	// for, not SIGPIPE's death.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	var usage usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "statebench:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	benchtime := flag.String("benchtime", "1s", "how long each side runs per round: a duration, or a count like 5000x")
-	count := flag.Int("count", 3, "rounds; each runs the subject and the baseline, alternating which goes first")
-	rows := flag.Int("rows", 1_000_000, "rows in the sweep and open scenarios (use a small value in CI)")
-	goroutines := flag.Int("goroutines", 8, "goroutines in the hot-key and buffered scenarios")
-	procs := flag.String("procs", "2,4,8", "process counts of the multi-process scenario, comma separated")
-	wait := flag.String("wait", waitEngine, "how the multi-process scenario's processes wait for another's lock: engine, sqlite (SQLite's busy schedule, which the engine used before its short one) or flock")
-	dir := flag.String("dir", "", "directory for the database files (default: a new directory under the system temp dir)")
-	keep := flag.Bool("keep", false, "keep the database files")
-	jsonPath := flag.String("json", "statebench.json", "write the results as JSON here; empty for none")
-	runRE := flag.String("run", "", "run only the scenarios matching this regular expression")
-	sweepOrder := flag.String("sweep-order", "written", "the order the sweep's rows expire in: written (the order their keys were written) or random")
-	churn := flag.Duration("churn", time.Minute, "how long the churn scenario's writer sets 1 s-TTL keys")
-	scale := flag.Bool("scale", false, "also run the scale scenario: sweep, Set+TTL and Incr on a file of -scale-keys keys (minutes)")
-	scaleKeys := flag.Int("scale-keys", 10_000_000, "keys in the scale scenario's file, a tenth of them expired")
-	app := flag.Bool("app", false, "run the rate-limit web app scenario (alone, unless -run names others): two HTTP server processes on one file beside the same over a loopback redis-server")
-	appRequests := flag.Int("app-requests", 20_000, "requests each flavour of the app scenario serves in a round")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
-	flag.Parse()
+// run is main with its arguments and outputs.
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("statebench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	benchtime := fs.String("benchtime", "1s", "how long each side runs per round: a duration, or a count like 5000x")
+	count := fs.Int("count", 3, "rounds; each runs the subject and the baseline, alternating which goes first")
+	rows := fs.Int("rows", 1_000_000, "rows in the sweep and open scenarios (use a small value in CI)")
+	goroutines := fs.Int("goroutines", 8, "goroutines in the hot-key and buffered scenarios")
+	procs := fs.String("procs", "2,4,8", "process counts of the multi-process scenario, comma separated")
+	wait := fs.String("wait", waitEngine, "how the multi-process scenario's processes wait for another's lock: engine, sqlite (SQLite's busy schedule, which the engine used before its short one) or flock")
+	dir := fs.String("dir", "", "directory for the database files (default: a new directory under the system temp dir)")
+	keep := fs.Bool("keep", false, "keep the database files")
+	jsonPath := fs.String("json", "statebench.json", "write the results as JSON here; empty for none")
+	runRE := fs.String("run", "", "run only the scenarios matching this regular expression")
+	sweepOrder := fs.String("sweep-order", "written", "the order the sweep's rows expire in: written (the order their keys were written) or random")
+	churn := fs.Duration("churn", time.Minute, "how long the churn scenario's writer sets 1 s-TTL keys")
+	scale := fs.Bool("scale", false, "also run the scale scenario: sweep, Set+TTL and Incr on a file of -scale-keys keys (minutes)")
+	scaleKeys := fs.Int("scale-keys", 10_000_000, "keys in the scale scenario's file, a tenth of them expired")
+	app := fs.Bool("app", false, "run the rate-limit web app scenario (alone, unless -run names others): two HTTP server processes on one file beside the same over a loopback redis-server")
+	appRequests := fs.Int("app-requests", 20_000, "requests each flavour of the app scenario serves in a round")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run here (go tool pprof)")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err} // fs said what, with the usage
+	}
+	if fs.NArg() > 0 {
+		// A -run pattern the shell split (-run incr get) would start
+		// the full run, minutes long, without a word.
+		return fmt.Errorf("unexpected arguments %q: statebench takes flags only (quote a -run pattern that holds spaces)", fs.Args())
+	}
 
 	if *sweepOrder != "written" && *sweepOrder != "random" {
 		return fmt.Errorf("-sweep-order %q: want written or random", *sweepOrder)
@@ -155,6 +185,22 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("-run: %w", err)
 	}
+	var chosen []scenario
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.name)
+		if re.MatchString(s.name) && (s.name != "scale" || *scale) && (s.name != "app" || *app) {
+			chosen = append(chosen, s)
+		}
+	}
+	if len(chosen) == 0 {
+		return fmt.Errorf("-run %q matches no scenario (of %s; scale and app also need -scale and -app)", *runRE, strings.Join(names, ", "))
+	}
+	if *jsonPath != "" {
+		if _, err := os.Stat(filepath.Dir(*jsonPath)); err != nil {
+			return fmt.Errorf("-json %s: %w", *jsonPath, err)
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
@@ -173,15 +219,21 @@ func run() error {
 	if !*keep {
 		defer os.RemoveAll(work)
 	}
+	// Ctrl-C or a SIGTERM ends the run at once (the worker processes die
+	// with statebench): the files go with it, unless -keep.
+	stopSignals := onSignal(func(code int) {
+		if !*keep {
+			os.RemoveAll(work)
+		}
+		os.Exit(code)
+	})
+	defer stopSignals()
 	e := &env{ctx: context.Background(), dir: work, bt: bt, count: *count, rows: *rows,
-		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: os.Stderr, sweepRandom: *sweepOrder == "random",
+		goroutines: *goroutines, procs: procCounts, exe: exe, wait: *wait, log: stderr, sweepRandom: *sweepOrder == "random",
 		churn: *churn, scale: *scale, scaleKeys: *scaleKeys, app: *app, appRequests: *appRequests, appProfile: *cpuProfile}
 	rep := newReport(e)
 	e.logf("files in %s; benchtime %v, count %d, rows %d", work, bt, *count, *rows)
-	for _, s := range scenarios {
-		if !re.MatchString(s.name) || (s.name == "scale" && !e.scale) || (s.name == "app" && !e.app) {
-			continue
-		}
+	for _, s := range chosen {
 		e.logf("%s", s.name)
 		start := time.Now()
 		res, err := s.run(e)
@@ -191,11 +243,42 @@ func run() error {
 		e.logf("%s: done in %v", s.name, time.Since(start).Round(time.Millisecond))
 		rep.Results = append(rep.Results, res...)
 	}
-	rep.print(os.Stdout)
+	// The JSON first: a table stdout cannot take (statebench | head)
+	// must not lose it.
 	if *jsonPath != "" {
 		if err := rep.writeJSON(*jsonPath); err != nil {
 			return err
 		}
 	}
+	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statebench"}
+	rep.print(out)
+	if out.Err != nil {
+		return fmt.Errorf("the table could not be written to stdout: %w", out.Err)
+	}
 	return nil
 }
+
+// onSignal calls exit with 130 at SIGINT, 143 at SIGTERM, until stop.
+func onSignal(exit func(code int)) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			code := 130
+			if sig == syscall.SIGTERM {
+				code = 143
+			}
+			exit(code)
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+// usageError is a command line the flag set refused, having said so.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
