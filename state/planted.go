@@ -21,9 +21,14 @@ WHERE name = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?5 RETURNING toke
 	bugCASTextSQL       = `UPDATE kv SET value = ?3
 WHERE key = ?1 AND CAST(value AS TEXT) = CAST(?2 AS TEXT) AND (expires_at IS NULL OR expires_at > ?4)
 RETURNING 1`
+	// bugIncrPlainSQL checks type and range as incrSQL does, so that the
+	// only thing wrong is the second statement.
 	bugIncrPlainSQL = `INSERT INTO kv(key, value, expires_at) VALUES (?1, ?2, NULL)
 ON CONFLICT(key) DO UPDATE SET value = CASE
-	WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?3 THEN ?2 ELSE kv.value + ?2 END,
+	WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?3 THEN ?2
+	WHEN typeof(kv.value) <> 'integer' THEN statekit_raise('` + raiseNotInteger + `')
+	WHEN kv.value < ?4 OR kv.value > ?5 THEN statekit_raise('` + raiseOverflow + `')
+	ELSE kv.value + ?2 END,
 	expires_at = CASE WHEN kv.expires_at IS NOT NULL AND kv.expires_at <= ?3 THEN NULL ELSE kv.expires_at END
 RETURNING value`
 	bugIncrExpireSQL  = `UPDATE kv SET expires_at = ?2 WHERE key = ?1`
@@ -37,7 +42,8 @@ RETURNING value`
 // when the result says the key was just created, as two statements.
 func (db *DB) bugIncrTwoStatements(ctx context.Context, now int64, key string, delta, ttl int64) (int64, error) {
 	var n int64
-	if err := db.st.bugIncrPlain.QueryRowContext(ctx, key, delta, now).Scan(&n); err != nil {
+	lo, hi := incrBounds(delta)
+	if err := db.st.bugIncrPlain.QueryRowContext(ctx, key, delta, now, lo, hi).Scan(&n); err != nil {
 		return 0, classify(ctx, err)
 	}
 	if ttl > 0 && n == delta {

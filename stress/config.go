@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/statekit/statekit/internal/bugs"
@@ -121,6 +122,25 @@ func (w Work) IsZero() bool { return w == Work{} }
 func (w Work) covers(want Work) bool {
 	return w.Calls >= want.Calls && w.Kills >= want.Kills && w.Grants >= want.Grants &&
 		w.Contended >= want.Contended && w.Swept >= want.Swept && w.ServerKills >= want.ServerKills
+}
+
+// Asked lists the counts that are above 0, such as "5000 calls, 20
+// kills": what a run with w as its Until waits for.
+func (w Work) Asked() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{w.Calls, "calls"}, {w.Kills, "kills"}, {w.Grants, "grants"}, {w.Contended, "contended grants"},
+		{w.Swept, "swept keys"}, {w.ServerKills, "server kills"}} {
+		if c.n != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // String lists the counts, such as "812 calls, 2 kills, 10 grants, 3

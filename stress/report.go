@@ -253,7 +253,7 @@ func (r *Report) WriteTo(w io.Writer) (int64, error) {
 	fmt.Fprintf(&b, "leases:      %d grants (%d contended), fenced resource accepted %d writes and refused %d stale tokens\n",
 		r.Done.Grants, r.Done.Contended, r.Fenced, r.Refused)
 	if !r.Wanted.IsZero() {
-		fmt.Fprintf(&b, "work:        did %s; asked for %s\n", r.Done, r.Wanted)
+		fmt.Fprintf(&b, "work:        did %s; asked for %s\n", r.Done, r.Wanted.Asked())
 	}
 	fmt.Fprintf(&b, "clocks:      engine clocks of the processes spread over %v\n", r.ClockSpread)
 	fmt.Fprintf(&b, "linearizable: %s, checked in %v\n", r.Linearizability, r.CheckTime.Round(time.Millisecond))

@@ -149,6 +149,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return opt, fmt.Errorf("-seed with -seeds: the seeds start at -from (-from %d -seeds %d)", opt.cfg.Seed, opt.seeds)
 	case opt.seeds == 0 && given["from"]:
 		return opt, errors.New("-from without -seeds: run one seed with -seed")
+	case opt.seeds == 0 && given["keep-going"]:
+		return opt, errors.New("-keep-going without -seeds: one seed stops at its end anyway")
+	case opt.seeds == 0 && given["parallel"]:
+		return opt, errors.New("-parallel without -seeds: one seed runs in this process")
 	case opt.seeds < 0:
 		return opt, fmt.Errorf("-seeds %d: want >= 0", opt.seeds)
 	case opt.parallel < 1:

@@ -213,6 +213,13 @@ func TestSeedFlagsThatWouldBeIgnoredAreRefused(t *testing.T) {
 	code, out, errOut = statesim(t, "-from", "7000000", "-ops", "20")
 	assert.Equal(t, exitUsage, code, out)
 	assert.Contains(t, errOut, "-from without -seeds")
+	// One seed neither keeps going nor runs in workers.
+	code, out, errOut = statesim(t, "-seed", "7000000", "-keep-going", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-keep-going without -seeds")
+	code, out, errOut = statesim(t, "-seed", "7000000", "-parallel", "2", "-ops", "20")
+	assert.Equal(t, exitUsage, code, out)
+	assert.Contains(t, errOut, "-parallel without -seeds")
 }
 
 func TestNoMoreWorkersThanSeeds(t *testing.T) {

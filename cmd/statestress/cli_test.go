@@ -67,6 +67,9 @@ func TestStartLineNamesTheSeedAndTheRerun(t *testing.T) {
 	require.Equal(t, exitPass, code, out.String()+errs.String())
 	first, _, _ := strings.Cut(errs.String(), "\n")
 	assert.Regexp(t, `^statestress: seed \d+: 2 processes .*; rerun: statestress -seed \d+ -kill-every 0s -procs 2 -until-calls 300$`, first)
+	// It says what the run waits for, not the counts it was not asked.
+	assert.Contains(t, first, " until 300 calls (cap ")
+	assert.Contains(t, out.String(), "; asked for 300 calls\n")
 }
 
 // TestRerunLineHidesTheRedisPassword: the start line's command line, for

@@ -302,7 +302,7 @@ func parse(args []string, stderr io.Writer) (*plan, int) {
 	}
 	what := "for " + cfg.Duration.String()
 	if !until.IsZero() {
-		what = fmt.Sprintf("until %s (cap %v)", until, cfg.Duration)
+		what = fmt.Sprintf("until %s (cap %v)", until.Asked(), cfg.Duration)
 	}
 	kills := fmt.Sprintf("a kill every %v on average", *killEvery)
 	if *killEvery <= 0 {
