@@ -23,7 +23,8 @@
 // every sync free).
 //
 // statebench exits 1 if a scenario fails to run, or is not exact (a lost
-// increment), or if the command line would run nothing (a -run that
+// increment): the other scenarios run on, and the table and the JSON
+// (its "failed" list) hold what they measured and name the failures; or if the command line would run nothing (a -run that
 // matches no scenario, arguments that are not flags), 2 for a flag it does
 // not take; a missed target is reported in the table, not as an error.
 // The JSON is written before the table, so a stdout that cannot take the
@@ -238,7 +239,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		start := time.Now()
 		res, err := s.run(e)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			// The others run on: a late scenario's failure must not
+			// take the results of a run minutes long with it.
+			e.logf("%s: FAILED after %v: %v", s.name, time.Since(start).Round(time.Millisecond), err)
+			rep.Failed = append(rep.Failed, Failure{Scenario: s.name, Error: err.Error()})
+			continue
 		}
 		e.logf("%s: done in %v", s.name, time.Since(start).Round(time.Millisecond))
 		rep.Results = append(rep.Results, res...)
@@ -252,10 +257,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	out := &cliout.FallbackWriter{W: stdout, Stderr: stderr, Prog: "statebench"}
 	rep.print(out)
-	if out.Err != nil {
-		return fmt.Errorf("the table could not be written to stdout: %w", out.Err)
+	var errs []error
+	for _, f := range rep.Failed {
+		errs = append(errs, fmt.Errorf("%s: %s", f.Scenario, f.Error))
 	}
-	return nil
+	if out.Err != nil {
+		errs = append(errs, fmt.Errorf("the table could not be written to stdout: %w", out.Err))
+	}
+	return errors.Join(errs...)
 }
 
 // onSignal calls exit with 130 at SIGINT, 143 at SIGTERM, until stop.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -63,4 +64,38 @@ func TestTableStdoutCannotTakeKeepsTheJSON(t *testing.T) {
 	assert.Contains(t, err.Error(), "the table could not be written to stdout: broken pipe")
 	assert.FileExists(t, report)
 	assert.Contains(t, stderr.String(), "Get", "the table went to stderr")
+}
+
+// TestAFailedScenarioKeepsTheOthersResults: a scenario that fails does not
+// take the results of the others with it, before or after it; the table and
+// the JSON name the failure, and the run exits with it. Before, the run
+// stopped at the failure and wrote nothing.
+func TestAFailedScenarioKeepsTheOthersResults(t *testing.T) {
+	old := scenarios
+	t.Cleanup(func() { scenarios = old })
+	ok := func(name string) scenario {
+		return scenario{name, func(*env) ([]Result, error) {
+			return []Result{{Scenario: name, Subject: Measure{Name: "subject", OpsPerSec: 1000}}}, nil
+		}}
+	}
+	scenarios = []scenario{ok("first"), {"broken", func(*env) ([]Result, error) {
+		return nil, errors.New("the child died")
+	}}, ok("last")}
+	dir := t.TempDir()
+	report := filepath.Join(dir, "statebench.json")
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-json", report, "-dir", dir}, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Equal(t, "broken: the child died", err.Error())
+	assert.Contains(t, stdout.String(), " first")
+	assert.Contains(t, stdout.String(), " last")
+	assert.Contains(t, stdout.String(), "- broken: FAILED: the child died")
+	b, err := os.ReadFile(report)
+	require.NoError(t, err)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Results, 2)
+	assert.Equal(t, "first", rep.Results[0].Scenario)
+	assert.Equal(t, "last", rep.Results[1].Scenario)
+	assert.Equal(t, []Failure{{Scenario: "broken", Error: "the child died"}}, rep.Failed)
 }

@@ -39,6 +39,15 @@ type Report struct {
 	Rows      int       `json:"rows"`
 	Command   string    `json:"command"`
 	Results   []Result  `json:"results"`
+	// Failed lists the scenarios that stopped with an error, and the
+	// error; the others ran on, and their results are in Results.
+	Failed []Failure `json:"failed,omitempty"`
+}
+
+// Failure is a scenario that stopped with an error.
+type Failure struct {
+	Scenario string `json:"scenario"`
+	Error    string `json:"error"`
 }
 
 func newReport(e *env) *Report {
@@ -98,6 +107,9 @@ func (r *Report) print(w io.Writer) {
 		for _, n := range x.Notes {
 			fmt.Fprintf(w, "- %s: %s\n", x.Scenario, n)
 		}
+	}
+	for _, f := range r.Failed {
+		fmt.Fprintf(w, "- %s: FAILED: %s\n", f.Scenario, f.Error)
 	}
 }
 
