@@ -101,8 +101,10 @@ func (m *MemFS) SetFailRate(op Op, p float64) {
 	m.plan.failRate[op] = max(p, 0)
 }
 
-// SetWriteBudget lets writes add n more bytes in all; a write that would
-// pass the budget fails with an error wrapping vfs.ErrNoSpace, the disk
+// SetWriteBudget lets writes write n more bytes in all, overwrites of
+// bytes the file has included: stricter than ext4 or xfs, which refuse
+// only a write that needs new blocks, as a copy-on-write file system
+// (btrfs) may be. A write that would pass the budget fails with an error wrapping vfs.ErrNoSpace, the disk
 // being full, after writing what fits before the last 4096-byte page
 // boundary of the file the budget reaches (a short write, as Linux's
 // write(2) makes one), which may be nothing. n < 0 makes the budget
@@ -123,12 +125,16 @@ func (m *MemFS) SetSyncNoop(on bool) {
 }
 
 // SetDropFailedSyncs chooses what a failed Sync does to the writes it was
-// to make durable. Off (the default), they stay readable, as Linux's ext4
-// keeps them in the page cache (marked clean, never written). On, they are
-// dropped, as XFS was reported to drop the pages of a failed write-back: reads of the file
-// see its durable bytes again, and zeros where nothing durable was; its
-// size stays as the writes left it. Either way they never reach the disk,
-// and the failure is reported as Sync says.
+// to make durable. Off (the default), they stay readable until a power
+// loss, as Linux's ext4 keeps them in the page cache (marked clean, never
+// written) until it reclaims those pages. On, they are dropped at once, as
+// XFS was reported to drop the pages of a failed write-back: reads of the
+// file see its durable bytes again, and zeros where nothing durable was;
+// its size stays as the writes left it. Either way none of them reaches the
+// disk, and the failure is reported as Sync says. Neither models the
+// kernel reclaiming such pages one at a time, at some later moment: a page
+// of a failed write-back that Linux drops before a repair has rewritten it
+// reads back as the disk has it.
 func (m *MemFS) SetDropFailedSyncs(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
