@@ -102,7 +102,7 @@ func (b *background) sleep(db *DB, d time.Duration) bool {
 	case <-b.done:
 		return false
 	case <-t.C:
-		return true
+		return !b.stopped.Load() // select picks either when both are ready
 	}
 }
 

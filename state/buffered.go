@@ -141,6 +141,11 @@ func (db *DB) Flush(ctx context.Context) error {
 	if db.buf.isClosed() {
 		return db.named("flush", "", ErrClosed)
 	}
+	if err := ctx.Err(); err != nil {
+		// Done before the call: it writes nothing, and leaves the errors
+		// of background flushes for a Flush or Close that can report them.
+		return db.named("flush", "", fmt.Errorf("statekit: %w", err))
+	}
 	if err, ok := db.bugFlushWithoutTurn(ctx); ok {
 		return err
 	}

@@ -107,3 +107,46 @@ func TestCloseStopsTheBackgroundSweepAfterItsTransaction(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, st.ExpiredKeys, int64(n), "the next sweep deletes what was left")
 }
+
+// TestCloseStopsASweepBatchQueuedBeforeIt: a sweep batch that queued for
+// the handle's lock before Close began, and gets the lock only after,
+// begins no transaction. Before, it swept a whole transaction more.
+func TestCloseStopsASweepBatchQueuedBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	m := faults.NewMemFS(1)
+	clock := &gateClock{Clock: faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), gate: make(chan struct{})}
+	// A transaction, if one begins, goes on at once.
+	obs := &sweepTxns{first: make(chan struct{}, 1), resume: make(chan struct{})}
+	close(obs.resume)
+	db, err := Open("/sim/queued.state", WithFS(m.Process(1)), WithClock(clock), WithFlushInterval(0),
+		func(c *config) { c.sweeps = obs })
+	require.NoError(t, err)
+	require.NoError(t, db.Update(ctx, func(tx *Tx) error {
+		for i := range 100 {
+			if err := tx.Set(fmt.Sprintf("k%03d", i), i, TTL(time.Millisecond)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	clock.Advance(time.Second)
+
+	inside, release, updated := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		updated <- db.Update(ctx, func(*Tx) error { close(inside); <-release; return nil })
+	}()
+	<-inside                 // the Update holds the handle's lock
+	clock.gate <- struct{}{} // the sweeper's first pass
+	for !db.q.waiting() {    // its batch queues behind the Update
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for !db.bg.stopped.Load() {
+		runtime.Gosched()
+	}
+	close(release)
+	require.NoError(t, <-updated)
+	require.NoError(t, <-closed)
+	assert.Zero(t, obs.count(), "the sweeper began a transaction after Close began")
+}

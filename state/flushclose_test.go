@@ -224,3 +224,61 @@ func TestIncrBufferedWhileClosingCountsExactly(t *testing.T) {
 		require.NoError(t, again.Close())
 	}
 }
+
+// TestFlushWaitingBehindAFlushNamesIt: a Flush whose context ends while
+// another caller's Flush holds the buffer's turn says it waited for a flush
+// in flight; before, it named a background flush, on a handle that has
+// none.
+func TestFlushWaitingBehindAFlushNamesIt(t *testing.T) {
+	obs := &heldFlush{entered: make(chan struct{}), release: make(chan struct{})}
+	db, err := state.Open(t.TempDir()+"/x.state", state.WithoutBackground(), hooks.Option(hooks.Engine{Flushes: obs}).(state.Option))
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.IncrBuffered("n", 1))
+	first := make(chan error, 1)
+	go func() { first <- db.Flush(context.Background()) }()
+	<-obs.entered // the first Flush holds the turn
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Done before the call: refused at once, without waiting for the turn.
+	err = db.Flush(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotContains(t, err.Error(), "waiting")
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = db.Flush(ctx)
+	close(obs.release)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "(waiting for another flush in flight)")
+	assert.NotContains(t, err.Error(), "background")
+	require.NoError(t, <-first)
+}
+
+// TestFlushWithADoneContextLeavesABackgroundFlushError: a Flush whose
+// context is done before the call returns the context's error and takes
+// nothing: the error a background flush kept (a dropped delta) is still
+// Close's to report. Before, the Flush went ahead, returned that error in
+// place of its context's, and Close said nothing.
+func TestFlushWithADoneContextLeavesABackgroundFlushError(t *testing.T) {
+	ctx := context.Background()
+	db, err := state.Open(t.TempDir()+"/x.state", state.WithFlushInterval(5*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, db.Set(ctx, "b", "bytes"))
+	require.NoError(t, db.IncrBuffered("b", 1)) // a background flush drops it, keeping the error
+	require.NoError(t, db.IncrBuffered("n", 2))
+	for deadline := time.Now().Add(time.Minute); ; {
+		if v, err := db.Get(ctx, "n"); err == nil && v.String() == "2" {
+			break // that background flush ran
+		}
+		require.True(t, time.Now().Before(deadline), "no background flush in a minute")
+		time.Sleep(5 * time.Millisecond)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	err = db.Flush(done)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, state.ErrBackgroundFlush)
+	closeErr := db.Close()
+	assert.ErrorIs(t, closeErr, state.ErrBackgroundFlush, "Close reports what the background flush dropped")
+	assert.ErrorContains(t, closeErr, `"b"`)
+}

@@ -57,7 +57,7 @@ func (db *DB) takeTurn(ctx context.Context) error {
 	case turn <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("statekit: %w (waiting for the background flush in flight)", ctx.Err())
+		return fmt.Errorf("statekit: %w (waiting for another flush in flight)", ctx.Err())
 	}
 }
 

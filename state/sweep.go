@@ -138,6 +138,11 @@ func (db *DB) sweep(ctx context.Context, stop func() bool) (int, error) {
 			runtime.Gosched() // a simulator's scheduler decides its own points
 		}
 		err := db.do(ctx, sweeping, func(now int64) (err error) {
+			if stop != nil && stop() {
+				// Close began while this batch waited for the lock:
+				// it begins no transaction.
+				return nil
+			}
 			if start < 0 {
 				start = now
 			}

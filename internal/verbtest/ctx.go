@@ -52,6 +52,7 @@ var ctxCases = []verbCase{
 			{"Stats", func() error { _, err := e.db.Stats(done); return err }},
 			{"Check", func() error { _, err := e.db.Check(done); return err }},
 			{"Sweep", func() error { _, err := e.db.Sweep(done); return err }},
+			{"Flush", func() error { return e.db.Flush(done) }},
 		}
 		for _, c := range calls {
 			err := c.call()
