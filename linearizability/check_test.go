@@ -414,6 +414,14 @@ func TestMultiKeyHistories(t *testing.T) {
 				model.Output{Err: model.ErrAborted, Sub: []model.Output{n(1), notFound}}),
 			do(0, 5, 6, t0, get("a"), notFound),
 		}},
+		// Only a callback that aborted makes an Update answer ErrAborted:
+		// one answered so without it is wrong in every partition, not a
+		// rollback by another's.
+		{name: "update answered aborted where the callback did not abort", verdict: Illegal, partition: "k:a", mentions: "update", history: []Op{
+			do(0, 1, 2, t0, model.Input{Kind: model.Update, Ops: []model.Input{set("a", model.Int(1))}},
+				model.Output{Err: model.ErrAborted, Sub: []model.Output{ok}}),
+			do(0, 3, 4, t0, get("a"), notFound),
+		}},
 		{name: "update answered as committed where the callback aborted", verdict: Illegal, partition: "k:a", mentions: "update", history: []Op{
 			do(0, 3, 4, t0, model.Input{Kind: model.Update, Abort: true, Ops: []model.Input{incr("a"), get("b")}},
 				model.Output{Sub: []model.Output{n(1), notFound}}),
@@ -553,8 +561,18 @@ func TestMalformed(t *testing.T) {
 	res = Check([]Op{do(0, 1, 9, t0, get("a"), notFound), PowerLossAt(5)}, 0)
 	require.Error(t, res.Err)
 	assert.Contains(t, res.Err.Error(), "record it as unknown")
-	res = Check([]Op{do(0, 1, 5, t0, get("a"), notFound), PowerLossAt(5), do(0, 5, 6, t0, get("a"), notFound)}, 0)
-	require.NoError(t, res.Err, "touching the power loss is allowed")
+	// A power loss is an instant no call or return shares: intervals are
+	// closed, so one that touched it would be concurrent with it, and a
+	// Set called at it could be taken back by it, a read answered at it
+	// judged after it.
+	res = Check([]Op{do(0, 1, 4, t0, get("a"), notFound), PowerLossAt(5), do(0, 6, 7, t0, get("a"), notFound)}, 0)
+	require.NoError(t, res.Err, "up to the power loss, and from just after it")
+	res = Check([]Op{PowerLossAt(5), do(0, 5, 6, t0, set("a", model.Int(1)), ok), do(0, 7, 8, t0, get("a"), notFound)}, 0)
+	require.Error(t, res.Err, "a Set called at the loss's instant, taken back by it")
+	assert.Contains(t, res.Err.Error(), "called at the instant of the power loss at 5")
+	res = Check([]Op{do(0, 1, 2, t0, set("a", model.Int(1)), ok), do(1, 3, 5, t0, get("a"), notFound), PowerLossAt(5)}, 0)
+	require.Error(t, res.Err, "a read answered at the loss's instant, judged after it")
+	assert.Contains(t, res.Err.Error(), "returns at or after the power loss at 5")
 	res = Check([]Op{do(0, 1, 9, t0, get("a"), notFound), SurvivedLossAt(5)}, 0)
 	require.NoError(t, res.Err, "a known outcome across a loss the processes survived")
 	res = Check([]Op{{Input: get("a"), Output: notFound, Call: 1, Return: 2, Survived: true}}, 0)

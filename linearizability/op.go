@@ -224,8 +224,8 @@ func (op Op) String() string {
 
 // Validate reports the first malformed op of history: an unknown event or
 // verb, a PowerLoss whose Return is not its Call, Survived on another
-// event or with Recovered rows, a known outcome that returns before its call or after a PowerLoss
-// it started before (a survived one aside), or an Update whose sub-outputs do not fit its
+// event or with Recovered rows, a known outcome that returns before its call or at or after a
+// PowerLoss it started before (a survived one aside), a verb called at a PowerLoss's instant, or an Update whose sub-outputs do not fit its
 // sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
 // that failed otherwise, a sub-input refused as invalid included: only an
 // Update the spec refuses before running any, model.Refuses, answers none).
@@ -263,14 +263,21 @@ func Validate(history []Op) error {
 		if err := validInput(op.Input, 0); err != nil {
 			return fmt.Errorf("op %d (%s): %w", i, op, err)
 		}
+		// Intervals are closed: a call or return at a power loss's
+		// instant would be concurrent with it, and could be judged on
+		// the wrong side of it (a commit taken back by a loss that came
+		// before its call, an answer read after one that came after it).
+		if _, at := slices.BinarySearch(powerLosses, op.Call); at {
+			return fmt.Errorf("op %d (%s): called at the instant of the power loss at %d", i, op, op.Call)
+		}
 		if op.Unknown {
 			continue
 		}
 		if op.Return < op.Call {
 			return fmt.Errorf("op %d (%s): returns before its call", i, op)
 		}
-		if j, _ := slices.BinarySearch(powerLosses, op.Call+1); j < len(powerLosses) && powerLosses[j] < op.Return {
-			return fmt.Errorf("op %d (%s): returns after the power loss at %d (record it as unknown)", i, op, powerLosses[j])
+		if j, _ := slices.BinarySearch(powerLosses, op.Call+1); j < len(powerLosses) && powerLosses[j] <= op.Return {
+			return fmt.Errorf("op %d (%s): returns at or after the power loss at %d (record it as unknown)", i, op, powerLosses[j])
 		}
 		if op.Input.Kind != model.Update || op.Output.Err == model.ErrInvalid && model.Refuses(op.Input) {
 			continue // refused before any sub-input ran: it answers none

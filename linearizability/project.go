@@ -508,9 +508,11 @@ func splitUpdate(op Op, base step) []piece {
 			st.want.Sub[pos] = sub
 			hasFailed = hasFailed || idx == failed
 		}
-		if out.Err != model.ErrNone && !hasFailed {
+		if out.Err != model.ErrNone && !hasFailed && (failed >= 0 || in.Abort) {
 			// Rolled back by a sub-input of another partition, or by the
-			// callback: here it looks like the callback's own abort.
+			// callback: here it looks like the callback's own abort. An
+			// ErrAborted without the callback's abort is left as it is,
+			// for the spec to refuse.
 			st.in.Abort = true
 			st.want.Err = model.ErrAborted
 		}
