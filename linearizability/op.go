@@ -98,7 +98,8 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // Op is one recorded operation or event. Call and Return are timestamps from
 // one clock every recorder shares (virtual time, an event counter, or
 // CLOCK_MONOTONIC across processes); intervals are closed, so two operations
-// whose intervals touch are concurrent. Input.NowMillis is the engine time
+// whose intervals touch are concurrent, and no call or known return may fall
+// at a PowerLoss's instant (Validate). Input.NowMillis is the engine time
 // the call used, in unix milliseconds; it decides expiry, independently of
 // Call and Return.
 //
