@@ -89,6 +89,15 @@ func TestBusyTimeoutBoundsTheWholeVerb(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), path+`: set "k": `), err.Error())
 	t.Logf("queued verb failed after %v (busy timeout %v)", took, timeout)
 	assert.Less(t, took, timeout+2*time.Second, "one budget for the whole verb")
+	// Queued a second after the first verb began, it still waits its
+	// whole timeout from its own call: a slow machine only makes it more.
+	assert.GreaterOrEqual(t, took, timeout, "all of its budget")
+}
+
+// TestDefaultBusyTimeoutIsFiveSeconds: the README and the error table say
+// a verb waits 5 s for another connection's lock unless told otherwise.
+func TestDefaultBusyTimeoutIsFiveSeconds(t *testing.T) {
+	assert.Equal(t, 5*time.Second, state.DefaultBusyTimeout)
 }
 
 // TestBusyWaitEndsWithTheContext: a verb waiting for another connection's

@@ -76,6 +76,7 @@ func TestBusyGroupFailsWithinEachVerbsBudget(t *testing.T) {
 	t.Logf("answered after %v (busy timeout %v)", answered, timeout)
 	for i, took := range answered {
 		assert.LessOrEqual(t, took, timeout, "verb %d: one budget for the whole verb", i)
+		assert.GreaterOrEqual(t, took, timeout, "verb %d: and all of it", i)
 	}
 }
 

@@ -593,6 +593,7 @@ func TestKernelStoppedLockHolder(t *testing.T) {
 				t.Logf("%s held off by a stopped writer: ErrBusy after %v, %.2fx the busy timeout %v",
 					v.name, took.Round(time.Millisecond), float64(took)/float64(timeout), timeout)
 				assert.Less(t, took, timeout+3*time.Second, "%s: within its busy timeout and a margin of seconds", v.name)
+				assert.GreaterOrEqual(t, took, timeout, "%s: after all of its busy timeout", v.name)
 			}
 			require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
 			require.NoError(t, cmd.Process.Kill())

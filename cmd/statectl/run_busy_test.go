@@ -138,3 +138,18 @@ func TestRunEndsTheCommandWhenRenewalsFailPastTheTTL(t *testing.T) {
 	assert.Contains(t, errBuf.String(), "renewing lease \"job\" failed, will retry")
 	assert.Contains(t, errBuf.String(), "renewals failed until the ttl ran out")
 }
+
+// TestRunBusyTimeoutIsAThirdOfTheTTLUpToFiveSeconds: run's verbs wait for
+// a busy file a third of the ttl, so that a renewal fails well before the
+// lease runs out, and never more than the 5 s any verb waits by default.
+func TestRunBusyTimeoutIsAThirdOfTheTTLUpToFiveSeconds(t *testing.T) {
+	for _, c := range []struct{ ttl, want time.Duration }{
+		{3 * time.Second, time.Second},
+		{9 * time.Second, 3 * time.Second},
+		{15 * time.Second, 5 * time.Second},
+		{30 * time.Second, 5 * time.Second},
+		{time.Hour, 5 * time.Second},
+	} {
+		assert.Equal(t, c.want, runBusyTimeout(c.ttl), "--ttl %v", c.ttl)
+	}
+}

@@ -124,7 +124,7 @@ var casCases = []verbCase{
 			{"float expected", func() (bool, error) { return e.db.CAS(e.ctx, "k", 1.5, "b") }, state.ErrInvalidValue},
 			{"bool new", func() (bool, error) { return e.db.CAS(e.ctx, "k", "a", true) }, state.ErrInvalidValue},
 			{"struct new on absent", func() (bool, error) { return e.db.CAS(e.ctx, "x", nil, struct{}{}) }, state.ErrInvalidValue},
-			{"too long new", func() (bool, error) { return e.db.CAS(e.ctx, "k", "a", make([]byte, state.MaxValueBytes+1)) }, state.ErrInvalidValue},
+			{"too long new", func() (bool, error) { return e.db.CAS(e.ctx, "k", "a", make([]byte, maxValueBytes+1)) }, state.ErrInvalidValue},
 			{"empty key", func() (bool, error) { return e.db.CAS(e.ctx, "", nil, 1) }, state.ErrInvalidKey},
 		}
 		for _, c := range calls {

@@ -10,10 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The limits the README states, written out rather than taken from the
+// engine's constants, so that a change of those fails here.
+const (
+	maxKeyBytes   = 1024    // keys, lease names and owners: 1 KiB
+	maxValueBytes = 1 << 20 // values: 1 MiB
+)
+
 // badKeys are the keys every verb refuses with ErrInvalidKey.
 var badKeys = []struct{ name, key string }{
 	{"empty", ""},
-	{"too long", stringOf('k', state.MaxKeyBytes+1)},
+	{"too long", stringOf('k', maxKeyBytes+1)},
 	{"invalid utf-8", "\xff\xfe"},
 	{"truncated utf-8", "a\xc3"},
 	{"nul byte", "a\x00b"},
@@ -31,8 +38,8 @@ var badValues = []struct {
 	{"uint64", uint64(1)},
 	{"struct", struct{}{}},
 	{"pointer to string", new(string)},
-	{"too long bytes", make([]byte, state.MaxValueBytes+1)},
-	{"too long string", stringOf('v', state.MaxValueBytes+1)},
+	{"too long bytes", make([]byte, maxValueBytes+1)},
+	{"too long string", stringOf('v', maxValueBytes+1)},
 }
 
 // keyVerbs is every verb that takes a key, called with key; each must
@@ -206,9 +213,9 @@ var inputCases = []verbCase{
 			want               error
 		}{
 			{"empty owner", "job", "", state.ErrInvalidArgument},
-			{"long owner", "job", stringOf('o', state.MaxKeyBytes+1), state.ErrInvalidArgument},
+			{"long owner", "job", stringOf('o', maxKeyBytes+1), state.ErrInvalidArgument},
 			{"empty name", "", "a", state.ErrInvalidKey},
-			{"long name", stringOf('n', state.MaxKeyBytes+1), "a", state.ErrInvalidKey},
+			{"long name", stringOf('n', maxKeyBytes+1), "a", state.ErrInvalidKey},
 		}
 		for _, c := range cases {
 			_, err := e.db.Lease(e.ctx, c.lname, c.owner, time.Minute)
@@ -229,9 +236,9 @@ var inputCases = []verbCase{
 		assert.ErrorIs(t, leaseErr, state.ErrInvalidArgument, "tx lease empty owner")
 		e.empty("refused lease calls write nothing")
 
-		l := e.lease("job", stringOf('o', state.MaxKeyBytes), time.Minute)
+		l := e.lease("job", stringOf('o', maxKeyBytes), time.Minute)
 		assert.Equal(t, int64(1), l.Token, "an owner at MaxKeyBytes is fine, and nothing was granted before")
-		l2 := e.lease(stringOf('n', state.MaxKeyBytes), "a", time.Minute)
+		l2 := e.lease(stringOf('n', maxKeyBytes), "a", time.Minute)
 		assert.Equal(t, int64(1), l2.Token, "a name at MaxKeyBytes is fine")
 	}},
 
@@ -259,7 +266,7 @@ var inputCases = []verbCase{
 			{"decr", `decr "text": `, state.ErrNotInteger, errOf(e.db.Decr(e.ctx, "text"))},
 			{"decrby", `decr "text": `, state.ErrNotInteger, errOf(e.db.DecrBy(e.ctx, "text", 2))},
 			{"cas", `cas "k": `, state.ErrInvalidValue, errOf(e.db.CAS(e.ctx, "k", struct{}{}, "v"))},
-			{"expire", `expire "kkkk`, state.ErrInvalidKey, errOf(e.db.Expire(e.ctx, strings.Repeat("k", state.MaxKeyBytes+1), time.Second))},
+			{"expire", `expire "kkkk`, state.ErrInvalidKey, errOf(e.db.Expire(e.ctx, strings.Repeat("k", maxKeyBytes+1), time.Second))},
 			{"del", `del "a", "b", "c" and 2 more: `, state.ErrInvalidKey, errOf(e.db.Del(e.ctx, "a", "b", "c", "d", ""))},
 			{"del names the bad key", `: key 5 of 5 ("") is empty`, state.ErrInvalidKey, errOf(e.db.Del(e.ctx, "a", "b", "c", "d", ""))},
 			{"set", `set "k": `, state.ErrInvalidTTL, e.db.Set(e.ctx, "k", 1, state.TTL(-time.Second))},

@@ -80,11 +80,11 @@ var kvCases = []verbCase{
 	}},
 
 	{"set-get/limits", func(t *testing.T, e *env) {
-		long := stringOf('k', state.MaxKeyBytes)
+		long := stringOf('k', maxKeyBytes)
 		e.set(long, 1)
 		assert.Equal(t, "int:1", e.get(long), "a key at MaxKeyBytes is fine")
 
-		big := make([]byte, state.MaxValueBytes)
+		big := make([]byte, maxValueBytes)
 		for i := range big {
 			big[i] = byte(i % 251)
 		}
