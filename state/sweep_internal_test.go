@@ -210,6 +210,9 @@ func TestSweepTransactionBounds(t *testing.T) {
 		// The documented 2 ms: as many steps as 2 ms of the clock holds.
 		assert.LessOrEqual(t, sizes[0], (int(2*time.Millisecond/(3*clock.tick))+1)*inlineSweepRows, "the documented 2 ms")
 		assert.Greater(t, sizes[0], inlineSweepRows, "more than one step while nobody waits")
+		// Exactly: steps of 180 µs, of a constant size, until they took
+		// 2 ms: the twelfth reaches it.
+		assert.Equal(t, 12*inlineSweepRows, sizes[0], "a transaction ends once its steps took 2 ms, not before")
 	})
 }
 
@@ -253,4 +256,26 @@ func TestSweepStepRowsBoundsTheStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 10, n, "every step's rows counted")
 	assert.Equal(t, 3, db.sweepLimit(), "quick steps grow no further than the hook's bound")
+}
+
+// TestSweepStepsAreSizedToAbout100Microseconds: a step that took more than
+// 100 µs halves the next, one under 50 µs doubles it (up to the step's
+// most rows), and one between keeps it, as the README says.
+func TestSweepStepsAreSizedToAbout100Microseconds(t *testing.T) {
+	db := &DB{cfg: config{sweepStepRows: 1024}}
+	for _, c := range []struct {
+		took       time.Duration
+		rows, want int
+	}{
+		{101 * time.Microsecond, 64, 32},
+		{100 * time.Microsecond, 64, 64},
+		{50 * time.Microsecond, 64, 64},
+		{49 * time.Microsecond, 64, 128},
+		{49 * time.Microsecond, 1024, 1024},
+		{time.Millisecond, 1, 1},
+	} {
+		db.sweepRows = c.rows
+		db.sweepTook(c.took)
+		assert.Equal(t, c.want, db.sweepRows, "a step of %d rows that took %v", c.rows, c.took)
+	}
 }

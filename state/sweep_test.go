@@ -113,6 +113,10 @@ func TestWritesSweepFasterWhileBehind(t *testing.T) {
 	swept := 5000 - st.ExpiredKeys
 	assert.GreaterOrEqual(t, swept, int64(544), "expired keys the 512 writes swept")
 	assert.LessOrEqual(t, swept, int64(32+64*16), "expired keys the 512 writes swept")
+	// Exactly: the 5,000 Sets leave the write count at 136 of 256, so
+	// the 120th Incr sweeps 32 rows, all it may (a backlog), and each
+	// 8th of the 392 after it 16: 32 + 49*16.
+	assert.Equal(t, int64(32+49*16), swept, "every 8th write sweeps 16 while behind")
 
 	// Without the background sweeper, the plain cadence.
 	g := newFixture(t, backends[0])
