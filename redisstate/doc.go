@@ -112,6 +112,17 @@
 // script on one master fails after another's ran answers key by key: the
 // keys of a script that surely did not run are kept for the next flush
 // (state.FlushError's Kept), those of one that may have run are dropped.
+// A Del that fails on one slot after another slot's keys were deleted
+// answers state.ErrOutcomeUnknown naming the keys deleted and not.
+//
+// In a cluster a verb follows the slot's redirects: after MOVED it reloads
+// the slot map and runs on the master it names; after ASK (its key's slot
+// is migrating and the key is not on the old master) it is sent, after
+// ASKING, to the importing master the reply names. A redirect still met
+// after 8 sends, and TRYAGAIN, mean nothing ran: state.ErrUnavailable
+// naming the slot, and a flush keeps those deltas. An Update runs only on
+// the master the map names: while its slot migrates it fails with
+// state.ErrUnavailable saying so.
 // Requires Redis 6.2 or later (SET ... PXAT, KEEPTTL).
 //
 // Deadlines are absolute times of the Redis server's clock: each script
@@ -260,5 +271,8 @@
 // returns; Stats counts keys and leases with SCAN (ExpiredKeys and the
 // file's fields stay zero, Now and Wall are the server's time). Scan,
 // Leases, Stats and Check list keys with SCAN and then read them in pages:
-// like the file engine's Scan, none of them is a snapshot.
+// like the file engine's Scan, none of them is a snapshot. In a cluster a
+// listing during a resharding may miss keys whose slot moved while it ran,
+// even keys nobody writes. A read a master refuses (CLUSTERDOWN, LOADING)
+// fails the listing with state.ErrUnavailable; only WRONGTYPE is damage.
 package redisstate

@@ -66,7 +66,8 @@ func (s *store) fail(ctx context.Context, err error, eff effect) error {
 	return fmt.Errorf("%w: redis at %s: %w", state.ErrUnavailable, s.cfg.addr, err)
 }
 
-// replyError classifies an error reply of the server.
+// replyError classifies an error reply of the server. A cluster redirect
+// (MOVED, ASK) or TRYAGAIN means the node ran nothing: ErrUnavailable.
 func (s *store) replyError(err error) error {
 	msg := err.Error()
 	word, _, _ := strings.Cut(msg, " ")
@@ -80,6 +81,19 @@ func (s *store) replyError(err error) error {
 		}
 	}
 	switch word {
+	case "MOVED", "ASK":
+		// A redirect the store kept meeting (onOwner follows them a
+		// few times): the node did not run the command.
+		slot, to := "?", "?"
+		if f := strings.Fields(msg); len(f) == 3 {
+			slot, to = f[1], f[2]
+		}
+		if s.cluster == nil {
+			return fmt.Errorf("%w: redis at %s is a cluster node and did not run the command (slot %s is served by %s): open a cluster with a redis+cluster:// URL; nothing was applied: %w",
+				state.ErrUnavailable, s.cfg.addr, slot, to, err)
+		}
+		return fmt.Errorf("%w: redis at %s did not run the command: cluster slot %s is moving to %s and kept redirecting it, nothing was applied: %w",
+			state.ErrUnavailable, s.cfg.addr, slot, to, err)
 	case "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOAUTH", "WRONGPASS", "NOPERM", "OOM", "MISCONF", "NOREPLICAS":
 		return fmt.Errorf("%w: redis at %s refused the command, nothing was applied: %w", state.ErrUnavailable, s.cfg.addr, err)
 	case "BUSY":
@@ -134,7 +148,8 @@ func isNetError(err error) bool {
 func isConflict(err error) bool { return errors.Is(err, redis.TxFailedErr) }
 
 // redirect reports whether err is a cluster redirect (MOVED or ASK): the
-// command was not run, and may be sent again once the slot map is reloaded.
+// command was not run, and may be sent again, to the master ASK names or
+// once the slot map is reloaded (onOwner).
 func redirect(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
@@ -142,7 +157,8 @@ func redirect(err error) bool {
 
 // mayHaveRun reports whether a script that failed with err may have
 // written: false only for the errors that say it never ran (the server
-// could not be reached or refused it, the store was closed, SyncFull's
+// could not be reached, refused it or redirected it (MOVED, ASK,
+// TRYAGAIN: ErrUnavailable), the store was closed, SyncFull's
 // durability check refused the server before it was sent, the context
 // ended before it was sent, another script was running, a cross-slot
 // call), true for a lost reply (ErrOutcomeUnknown) and for anything else.

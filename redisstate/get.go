@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/statekit/statekit/internal/hooks"
@@ -31,33 +30,45 @@ func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
 		return state.Value{}, fmt.Errorf("statekit: %w", err)
 	}
 	rkey := s.keyOf(key)
-	for try := 1; ; try++ {
-		v, err := s.getOnce(ctx, rkey)
-		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
-			s.cluster.ReloadState(ctx)
-			if err := s.pause(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
-				return state.Value{}, fmt.Errorf("statekit: %w", err)
-			}
-			continue
+	var v state.Value
+	err := s.onOwner(ctx, rkey, func(c *redis.Client, asking bool) error {
+		if !asking {
+			var err error
+			v, err = s.getOnce(ctx, c, rkey)
+			return err
 		}
-		return v, err
-	}
+		conn := c.Conn()
+		defer conn.Close()
+		if err := conn.Do(ctx, "ASKING").Err(); err != nil {
+			if redirect(err) {
+				return err
+			}
+			return s.fail(ctx, err, reads)
+		}
+		// ASKING holds through MULTI until its EXEC.
+		var err error
+		v, err = s.getOnce(ctx, conn, rkey)
+		return err
+	})
+	return v, err
 }
 
-// getOnce runs Get's transaction once on the server that owns rkey. Its
-// redirect errors (a cluster slot that moved) are returned as they are.
-func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
-	c, err := s.client(ctx, rkey)
-	if err != nil {
-		return state.Value{}, s.fail(ctx, err, reads)
-	}
+// txPipeliner is a client or one of its connections.
+type txPipeliner interface {
+	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// getOnce runs Get's transaction once on c, the server that owns rkey (or
+// a connection to it). Its redirect errors (a cluster slot that moved)
+// are returned as they are.
+func (s *store) getOnce(ctx context.Context, c txPipeliner, rkey string) (state.Value, error) {
 	old := s.noExpireTime.Load()
 	var (
 		tm  *redis.TimeCmd
 		get *redis.StringCmd
 		at  *redis.Cmd
 	)
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		tm = p.Time(ctx)
 		get = p.Get(ctx, rkey)
 		if old {
@@ -71,7 +82,7 @@ func (s *store) getOnce(ctx context.Context, rkey string) (state.Value, error) {
 		err = queuedErr(err, tm, get, at)
 		if !old && unknownCommand(err) {
 			s.noExpireTime.Store(true) // before Redis 7: read PTTL
-			return s.getOnce(ctx, rkey)
+			return s.getOnce(ctx, c, rkey)
 		}
 		if redirect(err) {
 			return state.Value{}, err

@@ -274,31 +274,47 @@ func leaseAnswer(r reply, name string) error {
 const waitTimeout = time.Second
 
 // leaseAndWait runs the lease script and then WAIT, on one connection (WAIT
-// counts the replicas that acknowledged that connection's writes).
+// counts the replicas that acknowledged that connection's writes), on the
+// master that owns the lease, following the cluster's redirects as run
+// does (onOwner).
 func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64) (reply, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
 	}
 	rkey := s.leaseOf(name)
-	c, err := s.client(ctx, rkey)
+	var r reply
+	err := s.onOwner(ctx, rkey, func(c *redis.Client, asking bool) error {
+		conn := c.Conn()
+		defer conn.Close()
+		var (
+			res []any
+			err error
+		)
+		if asking {
+			res, err = askingScript(ctx, conn, leaseScript, []string{rkey}, owner, ttl)
+		} else {
+			res, err = leaseScript.Run(ctx, conn, []string{rkey}, owner, ttl).Slice()
+		}
+		if err != nil {
+			if redirect(err) {
+				return err
+			}
+			return s.fail(ctx, err, writes)
+		}
+		r = reply(res)
+		s.clock.observe(r.now())
+		hooks.NoteNow(ctx, r.now())
+		if code, _ := r.int(0); code != codeOK {
+			return nil
+		}
+		if err := s.waitReplicas(ctx, conn); err != nil {
+			token, _ := r.str(1)
+			return fmt.Errorf("lease granted with token %s on the master, but: %w", token, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, s.fail(ctx, err, reads)
-	}
-	conn := c.Conn()
-	defer conn.Close()
-	res, err := leaseScript.Run(ctx, conn, []string{rkey}, owner, ttl).Slice()
-	if err != nil {
-		return nil, s.fail(ctx, err, writes)
-	}
-	r := reply(res)
-	s.clock.observe(r.now())
-	hooks.NoteNow(ctx, r.now())
-	if code, _ := r.int(0); code != codeOK {
-		return r, nil
-	}
-	if err := s.waitReplicas(ctx, conn); err != nil {
-		token, _ := r.str(1)
-		return nil, fmt.Errorf("lease granted with token %s on the master, but: %w", token, err)
+		return nil, err
 	}
 	return r, nil
 }

@@ -128,6 +128,7 @@ func TestFlushSaysItRanWhenItsReplyIsLost(t *testing.T) {
 	}
 }
 
+// TestMayHaveRun: which classified errors say a script may have run.
 func TestMayHaveRun(t *testing.T) {
 	s := &store{cfg: &config{addr: "127.0.0.1:1"}}
 	ctx := context.Background()
@@ -148,6 +149,11 @@ func TestMayHaveRun(t *testing.T) {
 		{s.fail(ctx, fakeReply("LOADING Redis is loading the dataset in memory"), writes), false},
 		{s.fail(ctx, fakeReply("BUSY Redis is busy running a script"), writes), false},
 		{s.fail(ctx, fakeReply("CROSSSLOT Keys in request don't hash to the same slot"), writes), false},
+		// A cluster redirect that reached the caller: the node ran
+		// nothing (before, unclassified, it read as "may have run").
+		{s.fail(ctx, fakeReply("MOVED 3999 127.0.0.1:6381"), writes), false},
+		{s.fail(ctx, fakeReply("ASK 3999 127.0.0.1:6381"), writes), false},
+		{s.fail(ctx, fakeReply("TRYAGAIN Multiple keys request during rehashing of slot"), writes), false},
 		{s.fail(ctx, fakeReply("ERR Error running script: boom"), writes), true},
 		{fmt.Errorf("statekit: %w", context.Canceled), false},
 	} {

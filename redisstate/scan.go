@@ -84,7 +84,14 @@ type rawKey struct {
 	key string // the statekit key
 	val string
 	at  int64 // the deadline, ms since the epoch; -1 for none
-	err error // the GET's error reply (WRONGTYPE)
+	err error // the GET's error reply: WRONGTYPE, the one readKeys passes on
+}
+
+// wrongType reports whether err is the WRONGTYPE reply of a key holding a
+// Redis type statekit never writes: a damaged key, where any other reply
+// error says the server could not read it.
+func wrongType(err error) bool {
+	return !isNetError(err) && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
 // readKeys reads the values and deadlines of Redis keys (all under prefix+"k:")
@@ -153,7 +160,9 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		if errors.Is(gerr, redis.Nil) {
 			continue
 		}
-		if gerr != nil && isNetError(gerr) {
+		if gerr != nil && !wrongType(gerr) {
+			// Only WRONGTYPE is a damaged key; any other reply
+			// (CLUSTERDOWN, LOADING, ...) fails the listing.
 			return nil, 0, s.fail(ctx, gerr, reads)
 		}
 		at, terr := ats[i].Int64()
@@ -190,6 +199,14 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 
 // Scan calls fn for each live key that starts with prefix, in byte order.
 // Redis deletes expired keys itself, so includeExpired finds none.
+//
+// In a cluster the keys are listed by SCAN on every master at once, then
+// read: a listing during a resharding may miss keys whose slot moved while
+// it ran, even keys nobody writes (SCAN on the old master after they left
+// it, on the new one before they came). Leases, Stats and Check list the
+// same way. A master that answers a key's read with an error other than
+// WRONGTYPE (CLUSTERDOWN, LOADING, ...) fails the listing with that error
+// classified (ErrUnavailable); only WRONGTYPE is reported as damage.
 func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn func(state.KeyInfo) error) error {
 	rkeys, err := s.list(ctx, s.keyOf(prefix))
 	if err != nil {
@@ -229,7 +246,9 @@ type rawLease struct {
 	err                   error
 }
 
-// readLeases reads the fields of lease hashes and the server time.
+// readLeases reads the fields of lease hashes and the server time. A hash
+// of another type (WRONGTYPE) is passed on in its rawLease; any other
+// error fails the read.
 func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int64, error) {
 	now, err := s.serverNow(ctx)
 	if err != nil {
@@ -255,8 +274,8 @@ func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int
 				continue // gone since the listing
 			}
 			r.owner, r.token, r.expires = f[0], f[1], f[2]
-		} else if isNetError(err) {
-			return nil, 0, s.fail(ctx, err, reads)
+		} else if !wrongType(err) {
+			return nil, 0, s.fail(ctx, err, reads) // not a damaged lease: CLUSTERDOWN, LOADING, ...
 		}
 		out = append(out, r)
 	}

@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -118,12 +119,14 @@ func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
 	return s.cluster.MasterForKey(ctx, key)
 }
 
-// redirectTries bounds how often a command is sent again after a cluster
-// redirect (MOVED, ASK) while the slot map is reloaded.
+// redirectTries bounds how often a command is sent in all while cluster
+// redirects (MOVED, ASK) send it elsewhere (onOwner), and how many
+// attempts in a row of an Update a redirect may stop.
 const redirectTries = 8
 
-// run runs a script on the server that owns keys[0], and returns its reply
-// with the server time it used noted in the store's clock.
+// run runs a script on the server that owns keys[0], following the
+// cluster's redirects (onOwner), and returns its reply with the server
+// time it used noted in the store's clock.
 func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, args ...any) (reply, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
@@ -131,27 +134,34 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("statekit: %w", err)
 	}
-	for try := 1; ; try++ {
-		c, err := s.client(ctx, keys[0])
-		if err != nil {
-			return nil, s.fail(ctx, err, reads)
+	var r reply
+	err := s.onOwner(ctx, keys[0], func(c *redis.Client, asking bool) error {
+		var (
+			res []any
+			err error
+		)
+		if asking {
+			conn := c.Conn()
+			res, err = askingScript(ctx, conn, sc, keys, args...)
+			_ = conn.Close()
+		} else {
+			res, err = sc.Run(ctx, c, keys, args...).Slice()
 		}
-		res, err := sc.Run(ctx, c, keys, args...).Slice()
-		if err != nil && s.cluster != nil && redirect(err) && try < redirectTries {
-			s.cluster.ReloadState(ctx)
-			if err := s.pause(ctx, time.Duration(try)*10*time.Millisecond); err != nil {
-				return nil, fmt.Errorf("statekit: %w", err)
+		if err != nil {
+			if redirect(err) {
+				return err
 			}
-			continue
+			return s.fail(ctx, err, eff)
 		}
-		if err != nil {
-			return nil, s.fail(ctx, err, eff)
-		}
-		r := reply(res)
-		s.clock.observe(r.now())
-		hooks.NoteNow(ctx, r.now())
-		return r, nil
+		r = reply(res)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	s.clock.observe(r.now())
+	hooks.NoteNow(ctx, r.now())
+	return r, nil
 }
 
 // sleep waits d or until ctx ends.
@@ -178,23 +188,40 @@ func (s *store) Set(ctx context.Context, key string, v state.Value, ttl int64) e
 }
 
 // Del deletes keys and returns how many were live. In a cluster, keys of
-// different slots are deleted by one script per slot, not atomically.
+// different slots are deleted by one script per slot, not atomically: when
+// a slot's script fails after another slot's ran, the error wraps
+// state.ErrOutcomeUnknown (never a bare ErrUnavailable, which would say
+// nothing was deleted) and names the keys deleted and the keys perhaps
+// not; the count returned is of the slots deleted.
 func (s *store) Del(ctx context.Context, keys []string) (int, error) {
 	total := 0
-	for _, group := range s.bySlot(dedup(keys)) {
+	var done []string // keys of the slots whose script ran
+	groups := s.bySlot(dedup(keys))
+	for i, group := range groups {
 		full := make([]string, len(group))
 		for i, k := range group {
 			full[i] = s.keyOf(k)
 		}
 		r, err := s.write(ctx, delScript, full)
-		if err != nil {
+		if err == nil {
+			var n int64
+			if n, err = r.int(0); err == nil {
+				total += int(n)
+				done = append(done, group...)
+				continue
+			}
+		}
+		if len(done) == 0 {
 			return total, err
 		}
-		n, err := r.int(0)
-		if err != nil {
-			return total, err
+		var rest []string
+		for _, g := range groups[i:] {
+			rest = append(rest, g...)
 		}
-		total += int(n)
+		if errors.Is(err, state.ErrOutcomeUnknown) {
+			return total, fmt.Errorf("statekit: Del deleted %q (other slots) but not, or not surely, %q: %w", done, rest, err)
+		}
+		return total, fmt.Errorf("%w: Del deleted %q (other slots) but not %q: %w", state.ErrOutcomeUnknown, done, rest, err)
 	}
 	return total, nil
 }

@@ -25,6 +25,17 @@ const (
 // errRetry marks an attempt that must start over (a cluster slot moved).
 var errRetry = errors.New("statekit: retry the transaction")
 
+// redirected is errRetry for an attempt a cluster redirect (MOVED, ASK)
+// stopped before anything was applied: cause is the redirect, classified
+// (ErrUnavailable), which Update returns once redirectTries attempts in a
+// row met one.
+type redirected struct{ cause error }
+
+func (r *redirected) Error() string {
+	return "statekit: the transaction met a cluster redirect: " + r.cause.Error()
+}
+func (r *redirected) Unwrap() error { return errRetry }
+
 // errRetryNow is errRetry for an attempt whose answers no single server
 // time explains (tx.saw): no other writer is in the way, so the next
 // attempt, which reads its keys first (txprefetch.go), runs at once.
@@ -42,6 +53,7 @@ var errRetryNow = fmt.Errorf("%w: its answers hold at no single server time", er
 func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 	var ahead []string // keys the attempts so far read, read first on the next (txprefetch.go)
 	forTime := 0       // attempts started over for their time, not for another writer
+	redirects := 0     // attempts in a row a cluster redirect stopped
 	for attempt := 1; ; attempt++ {
 		if s.closed.Load() {
 			return state.ErrClosed
@@ -52,6 +64,19 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		err := s.attempt(ctx, fn, &ahead)
 		if !errors.Is(err, errRetry) {
 			return err
+		}
+		var rd *redirected
+		if errors.As(err, &rd) {
+			redirects++
+			if redirects == redirectTries {
+				// The transaction's connection stays on the master the
+				// map names: it does not follow ASK (a slot migrating
+				// key by key) to the importing master.
+				return fmt.Errorf("%w: %d attempts in a row met a cluster redirect: the transaction's slot is moving between masters, and a transaction is run only on the master the slot map names; nothing was applied: %w",
+					state.ErrUnavailable, redirects, rd.cause)
+			}
+		} else {
+			redirects = 0
 		}
 		if errors.Is(err, errRetryNow) {
 			forTime++
@@ -372,7 +397,7 @@ func (t *tx) saw(at int64, absent bool) error {
 func (t *tx) cmdErr(err error) error {
 	if t.s.cluster != nil && redirect(err) {
 		t.s.cluster.ReloadState(t.ctx)
-		return t.fail(errRetry)
+		return t.fail(&redirected{cause: t.s.fail(t.ctx, err, reads)})
 	}
 	return t.fail(t.s.fail(t.ctx, err, reads))
 }
@@ -573,7 +598,7 @@ func (t *tx) commit() error {
 	}
 	if err != nil && t.s.cluster != nil && redirect(err) {
 		t.s.cluster.ReloadState(t.ctx)
-		return errRetry
+		return &redirected{cause: t.s.fail(t.ctx, err, reads)}
 	}
 	if err != nil {
 		err = t.s.fail(t.ctx, err, writes)
