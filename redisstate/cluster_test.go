@@ -99,3 +99,21 @@ func TestCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, findings)
 }
+
+// TestOpenOfAClusterNodeAsOneServerIsRefused: a redis:// URL naming a node
+// of a cluster is refused at Open, saying to use redis+cluster://; before,
+// it opened, and each verb on a key of another master's slot failed with
+// MOVED.
+func TestOpenOfAClusterNodeAsOneServerIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster takes seconds to start")
+	}
+	c := redistest.StartCluster(t, 3)
+	db, err := state.Open("redis://" + c.Addrs()[0] + "/")
+	if err == nil {
+		_ = db.Close()
+	}
+	require.ErrorIs(t, err, state.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "is a node of a cluster")
+	assert.ErrorContains(t, err, "redis+cluster://")
+}

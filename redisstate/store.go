@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +102,11 @@ func (s *store) ping(ctx context.Context) error {
 		}
 	} else if err := s.single.Ping(ctx).Err(); err != nil {
 		return fail(err)
+	} else if info, err := s.single.Info(ctx, "cluster").Result(); err == nil && strings.Contains(info, "cluster_enabled:1") {
+		// Every key of another master's slot would fail with MOVED. (A
+		// server that refuses INFO is taken as it is.)
+		return fmt.Errorf("%w: redis at %s is a node of a cluster (cluster_enabled:1): open the cluster with a redis+cluster:// URL, which follows its slots",
+			state.ErrInvalidArgument, s.cfg.single.Addr)
 	}
 	t, err := s.uc.Time(ctx).Result()
 	if err != nil {
