@@ -228,6 +228,15 @@ func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 			res.Description = fmt.Sprintf("#%d %s: row %d is not after the one before in byte order", i, op, at)
 			return projection{}, res, false
 		}
+		if op.Input.Kind == model.Del && len(op.Input.Keys) == 0 && !refused[i] {
+			// It touches no partition, and its answer is the same in
+			// every state.
+			if _, out := model.Step(model.NewState(), op.Input); !model.Matches(op.Input, out, op.Output) {
+				res.Verdict = Illegal
+				res.Description = fmt.Sprintf("#%d %s: a del of no keys, but the spec answers %s", i, op, out)
+				return projection{}, res, false
+			}
+		}
 	}
 	for i, op := range history {
 		if op.Event == Verb && op.Unknown && model.Refuses(op.Input) {

@@ -379,6 +379,13 @@ func TestMultiKeyHistories(t *testing.T) {
 			do(0, 5, 6, t0, del("a", "b", "a"), model.Output{N: 2}),
 			do(0, 7, 8, t0, get("a"), notFound),
 		}},
+		{name: "del of no keys answers 0", verdict: Ok, history: []Op{
+			do(0, 1, 2, t0, del(), model.Output{N: 0}),
+		}},
+		{name: "del of no keys answering more", verdict: Illegal, partition: "", mentions: "a del of no keys", history: []Op{
+			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
+			do(0, 3, 4, t0, del(), model.Output{N: 3}),
+		}},
 		{name: "del of nothing live answers 0", verdict: Illegal, partition: "k:b", mentions: "del", history: []Op{
 			do(0, 1, 2, t0, set("a", model.Int(1)), ok),
 			do(0, 5, 6, t0, del("a", "b"), model.Output{N: 2}),
