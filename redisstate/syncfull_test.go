@@ -282,3 +282,16 @@ func TestSyncFullRefusesAServerThatEvicts(t *testing.T) {
 	redisCmd(t, srv, "CONFIG", "SET", "maxmemory-policy", "noeviction")
 	require.NoError(t, sf.Set(ctx, "k", 1), "checked again after a refusal")
 }
+
+// TestSyncFullRefusesAppendonlyNo: a server that keeps no append-only
+// file, whatever its appendfsync says, may lose any write: a SyncFull
+// write is refused with ErrNotDurable naming why, and writes nothing.
+func TestSyncFullRefusesAppendonlyNo(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--appendonly", "no", "--appendfsync", "always"))
+	sf := openSyncFull(t, srv.URL("t:"))
+	err := sf.Set(ctxT(t), "k", 1)
+	require.ErrorIs(t, err, state.ErrNotDurable)
+	assert.Contains(t, err.Error(), "appendonly no")
+	_, err = sf.Get(ctxT(t), "k")
+	require.ErrorIs(t, err, state.ErrNotFound, "nothing written")
+}

@@ -133,7 +133,10 @@ func TestTTLRoundsUpToMilliseconds(t *testing.T) {
 			assert.NotEqual(t, "<absent>", f.get(k), "%q lives at least its TTL", k)
 		}
 		require.NoError(t, f.db.Renew(f.ctx, l, ttl), "the lease lives at least its TTL")
-		f.clock.Advance(2 * time.Millisecond)
+		f.clock.Advance(1500 * time.Microsecond)
+		_, err = f.db.Lease(f.ctx, "job", "b", time.Second)
+		require.ErrorIs(t, err, state.ErrLeaseHeld, "renewed for 1.5 ms, held 1.5 ms later")
+		f.clock.Advance(500 * time.Microsecond)
 		for _, k := range []string{"s", "i", "c", "e"} {
 			assert.Equal(t, "<absent>", f.get(k), "%q", k)
 		}

@@ -75,13 +75,15 @@ func TestTruncatedWALIsNoticed(t *testing.T) {
 
 // TestReplacedFilesAreNoticed: a -wal, -shm or database file replaced (by
 // one holding the same bytes) or deleted by another program under an open
-// handle is a finding of Check.
+// handle is a finding of Check, and ends the handle with ErrCorrupt at its
+// next mark write; Close says so too.
 func TestReplacedFilesAreNoticed(t *testing.T) {
 	for _, suffix := range []string{"-wal", "-shm", ""} {
 		for _, deleted := range []bool{false, true} {
 			t.Run(map[bool]string{false: "replaced", true: "deleted"}[deleted]+"/file"+suffix, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "r.state")
-				db, err := state.Open(path, state.WithoutBackground())
+				clock := newClock()
+				db, err := state.Open(path, state.WithClock(clock), state.WithoutBackground())
 				require.NoError(t, err)
 				defer db.Close()
 				require.NoError(t, db.Set(t.Context(), "k", "v"))
@@ -99,6 +101,14 @@ func TestReplacedFilesAreNoticed(t *testing.T) {
 				require.NoError(t, err)
 				require.NotEmpty(t, findings)
 				assert.Contains(t, findings[0], want)
+
+				clock.Advance(time.Second) // the mark is due: the next write looks
+				err = db.Set(t.Context(), "more", 1)
+				require.ErrorIs(t, err, state.ErrCorrupt, "a replaced or deleted file ends the handle")
+				assert.Contains(t, err.Error(), want)
+				_, err = db.Incr(t.Context(), "n")
+				require.ErrorIs(t, err, state.ErrCorrupt, "the handle has ended")
+				require.ErrorIs(t, db.Close(), state.ErrCorrupt)
 			})
 		}
 	}
