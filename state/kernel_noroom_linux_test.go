@@ -322,3 +322,53 @@ func fullDiskCountersGoOn(t *testing.T, opts ...state.Option) {
 	require.NoError(t, err)
 	assert.Empty(t, findings)
 }
+
+// TestKernelCloseOnAFullDiskEmptiesTheWALAndWrites: Close's flush of a
+// buffered increment on a disk another program filled, with the WAL
+// holding committed frames, finds no room at the WAL's end; Close then
+// empties the WAL into the file, which gives the WAL's room back, and
+// writes the increment there once more, returning nil. After a reopen the
+// increment is there.
+func TestKernelCloseOnAFullDiskEmptiesTheWALAndWrites(t *testing.T) {
+	dir := mountTmpfs(t, "2m")
+	path := filepath.Join(dir, "app.state")
+	ctx := t.Context()
+	const keys = 20
+	db, err := state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	for i := range keys {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("c%d", i), 0))
+	}
+	require.NoError(t, db.Close()) // the rows in the file, the WAL emptied
+	db, err = state.Open(path, state.WithoutBackground())
+	require.NoError(t, err)
+	for n := range 150 { // about 600 KiB of frames, pages the file has
+		_, err := db.Incr(ctx, fmt.Sprintf("c%d", n%keys))
+		require.NoError(t, err)
+	}
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	require.NoError(t, err)
+	defer os.Remove(filler.Name())
+	chunk := make([]byte, 4<<10)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	require.NoError(t, filler.Close())
+
+	require.NoError(t, db.IncrBuffered("b", 5))
+	require.NoError(t, db.Close(), "the WAL's room, given back, takes the increment")
+
+	require.NoError(t, os.Remove(filler.Name()))
+	db, err = state.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	v, err := db.Get(ctx, "b")
+	require.NoError(t, err)
+	assert.Equal(t, "5", v.String())
+	v, err = db.Get(ctx, "c0")
+	require.NoError(t, err)
+	assert.Equal(t, "8", v.String(), "every increment before the disk filled")
+}
