@@ -253,7 +253,12 @@ func prepare(history []Op, dropUnknownReads bool) (projection, Result, bool) {
 			refused[i] = true
 		}
 	}
-	return project(history, refused), res, true
+	ends, err := claimBounds(history)
+	if err != nil {
+		res.Verdict, res.Description = Illegal, err.Error()
+		return projection{}, res, false
+	}
+	return project(history, refused, ends), res, true
 }
 
 // pureRead reports whether the call in never changes the model's state:

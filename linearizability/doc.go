@@ -69,6 +69,19 @@
 // anywhere in its interval. So is a call the spec refuses in every state
 // (model.Refuses): it changed nothing either.
 //
+// # A handle's order
+//
+// A store handle that claims each call's engine time under its lock, and
+// applies the call in the same hold of it, applies its calls in the order
+// of their times. Op.Handle and Op.Claimed record it: the check takes such
+// a call as taking effect no earlier than its claim, and no later than just
+// before the claim of any call of its handle with a later time, by
+// narrowing the call's interval before the search (handle.go). Both
+// searches see the narrowed intervals. Calls of different handles, and
+// calls of one handle at the same time (a group commit's), stay ordered by
+// their intervals alone. A history whose handle claimed a later time before
+// an earlier one is Illegal before any search.
+//
 // # Partitions and what they do not check
 //
 // The history is split by key: "k:"+key for key rows and "l:"+name for

@@ -126,6 +126,18 @@ func (d *Durability) UnmarshalText(b []byte) error {
 // read only on an Unknown op. Like every engine time, it is unix
 // milliseconds.
 //
+// Handle and Claimed, both optional, tie the order the check chooses to
+// the order in which one store handle ran its calls. Handle names the
+// handle (any id other than 0, one per open of the store); Claimed is a
+// time on the Call/Return clock at which the handle had claimed the op's
+// engine time (Input.NowMillis) and not yet applied it. Set them only on
+// a call that ran in one hold of the handle's lock, claiming its time
+// under it, as the file engine's verbs do (not a listing or a Sweep, which
+// run in several). The check then takes the call as taking effect at or
+// after Claimed, and before the Claimed of every call of its handle with a
+// later engine time (handle.go): a handle that claimed a time and used it
+// after a later one was used would pass without them.
+//
 // Durability says how a write committed; a Full write is a durable point
 // when it committed.
 //
@@ -142,6 +154,8 @@ type Op struct {
 	Unknown    bool         `json:"unknown,omitempty"`
 	NowLatest  int64        `json:"now_latest,omitempty"`
 	Durability Durability   `json:"durability,omitempty"`
+	Handle     int          `json:"handle,omitempty"`
+	Claimed    int64        `json:"claimed,omitempty"`
 	// Survived, on a PowerLoss event only, says the processes lived
 	// through the loss: a file system that dropped a failed sync's writes
 	// took back what was not durable, as a power loss would, but nothing
@@ -226,7 +240,8 @@ func (op Op) String() string {
 // Validate reports the first malformed op of history: an unknown event or
 // verb, a PowerLoss whose Return is not its Call, Survived on another
 // event or with Recovered rows, a known outcome that returns before its call or at or after a
-// PowerLoss it started before (a survived one aside), a verb called at a PowerLoss's instant, or an Update whose sub-outputs do not fit its
+// PowerLoss it started before (a survived one aside), a verb called at a PowerLoss's instant, a
+// Claimed without a Handle or outside the call (validClaim), or an Update whose sub-outputs do not fit its
 // sub-inputs (one each when it answered ErrNone or ErrAborted; up to the one
 // that failed otherwise, a sub-input refused as invalid included: only an
 // Update the spec refuses before running any, model.Refuses, answers none).
@@ -241,6 +256,9 @@ func Validate(history []Op) error {
 	for i, op := range history {
 		if op.Recovered != nil && op.Event != PowerLoss {
 			return fmt.Errorf("op %d (%s): recovered rows on an op that is not a power loss", i, op)
+		}
+		if (op.Handle != 0 || op.Claimed != 0) && op.Event != Verb {
+			return fmt.Errorf("op %d (%s): a handle or a claim on an event that is no call", i, op)
 		}
 		if op.Survived && op.Event != PowerLoss {
 			return fmt.Errorf("op %d (%s): survived on an op that is not a power loss", i, op)
@@ -270,6 +288,9 @@ func Validate(history []Op) error {
 		// before its call, an answer read after one that came after it).
 		if _, at := slices.BinarySearch(powerLosses, op.Call); at {
 			return fmt.Errorf("op %d (%s): called at the instant of the power loss at %d", i, op, op.Call)
+		}
+		if err := validClaim(op, powerLosses); err != nil {
+			return fmt.Errorf("op %d (%s): %w", i, op, err)
 		}
 		if op.Unknown {
 			continue

@@ -24,7 +24,9 @@ type piece struct {
 
 // project splits history (already validated) into partitions (per key,
 // per lease, per hash tag), leaving out the ops whose indexes skip holds.
-func project(history []Op, skip map[int]bool) projection {
+// A call with a claim takes effect no earlier than it, and no later than
+// ends holds for it (claimBounds).
+func project(history []Op, skip map[int]bool, ends map[int]int64) projection {
 	pr := projection{parts: map[string]partition{}, ops: map[string][]porcupine.Operation{}}
 
 	// Every partition any op touches, and the time bounds.
@@ -154,6 +156,10 @@ func project(history []Op, skip map[int]bool) projection {
 			}
 			base.unknown = true
 			base.nowLatest = op.NowLatest
+		}
+		base.call = max(base.call, op.Claimed)
+		if end, ok := ends[i]; ok {
+			base.ret = min(base.ret, end)
 		}
 		base.full = op.Durability == Full
 		base.durable = base.full && !op.Unknown && CertainWrite(op.Input, op.Output)

@@ -23,6 +23,7 @@ type process struct {
 	starting    bool      // an open task runs
 	stopping    bool      // its clients are to end: a stop task runs
 	incarnation int
+	handle      int   // names its open handle in the history (linearizability.Op.Handle)
 	offset      int64 // engine ms minus true ms: fixed while it runs
 	lastNow     int64 // the latest engine time it used
 	pausedUntil int64 // true ms it wakes at; 0 when not paused
@@ -263,6 +264,7 @@ func (w *world) open(t *thread, p *process, fs *faults.ProcessFS) {
 	}
 	p.db, p.lost, p.flushing = db, nil, nil
 	p.incarnation++
+	p.handle = w.newHandle()
 	p.pausedUntil = 0
 	if !p.readOnly {
 		w.schemaSeen, w.rollbackMode, w.hotMaybe, w.errorsAtOpen = true, false, false, errorsBefore

@@ -21,7 +21,7 @@ import (
 func (w *world) observe(p *process, fl *inflight) context.Context {
 	return hooks.WithNow(w.ctx, func(ms int64) {
 		if fl != nil {
-			fl.in.NowMillis, fl.claimed = ms, true
+			fl.in.NowMillis, fl.claimed, fl.claimAt = ms, true, w.tick()
 		}
 	})
 }
@@ -43,8 +43,8 @@ func (w *world) verb(t *thread, p *process, c int, inp *model.Input) (model.Outp
 		res.Out = w.modelled(res.Out)
 	}
 	if res.Err == nil {
-		w.record(p, linearizability.Op{Client: c, Input: in, Output: res.Out, Call: fl.call, Return: w.tick(),
-			Durability: durability(in, res.Out, w.cfg.SyncFull)})
+		w.record(p, fl.claim(linearizability.Op{Client: c, Input: in, Output: res.Out, Call: fl.call, Return: w.tick(),
+			Durability: durability(in, res.Out, w.cfg.SyncFull)}))
 		return res.Out, true
 	}
 	f := w.classify(p, in.Kind.String(), res.Err, before)
@@ -73,7 +73,7 @@ func (w *world) recordUnknown(fl *inflight) {
 	if fl.in.Kind == model.Sweep && !w.tearing {
 		w.recipeSwept(nil, fl.in.NowMillis, fl.call, w.tick()) // it may have deleted a recipe's rows
 	}
-	w.record(fl.p, linearizability.Op{Client: fl.client, Input: *fl.in, Call: fl.call, Return: fl.call, Unknown: true})
+	w.record(fl.p, fl.claim(linearizability.Op{Client: fl.client, Input: *fl.in, Call: fl.call, Return: fl.call, Unknown: true}))
 }
 
 // leaveOut reports whether a call whose outcome a fault hid certainly
@@ -147,7 +147,8 @@ func (w *world) record(p *process, op linearizability.Op) {
 		// Called before a dropped sync and answered after it: its commit
 		// may have come after the hole the drop left, which recovery
 		// stops at, so a known answer says nothing of what survives.
-		op = linearizability.Op{Client: op.Client, Input: op.Input, Call: op.Call, Return: op.Call, Unknown: true}
+		op = linearizability.Op{Client: op.Client, Input: op.Input, Call: op.Call, Return: op.Call, Unknown: true,
+			Handle: op.Handle, Claimed: op.Claimed}
 	}
 	w.history = append(w.history, op)
 	if op.Unknown {
@@ -156,6 +157,24 @@ func (w *world) record(p *process, op linearizability.Op) {
 		w.clock.done(op.Input.NowMillis, op.Call, op.Return, op.Durability == linearizability.Full)
 	}
 	w.logf("p%d %s", p.pid, op)
+}
+
+// claim gives op, the call fl, its handle and the tick at which the engine
+// claimed its time (linearizability.Op.Claimed), when it ran in one hold of
+// the handle's lock and the engine said its time: not a listing or a
+// Sweep, which take the lock once a page or a batch (each claiming a
+// time), nor a sweep statement, which deletes what expired by the time
+// its sweep began (recorded with a Sweeping observer's inflight, whose
+// claimAt is 0).
+func (fl *inflight) claim(op linearizability.Op) linearizability.Op {
+	switch op.Input.Kind {
+	case model.Scan, model.Leases, model.Sweep:
+		return op
+	}
+	if fl.claimed && fl.claimAt != 0 {
+		op.Handle, op.Claimed = fl.p.handle, fl.claimAt
+	}
+	return op
 }
 
 // omit notes a call left out of the history.
@@ -200,7 +219,7 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 	// short is recorded as unknown at that time, not at its call, which is
 	// earlier by what it waited for the lock (a key live at the call may
 	// have expired by then).
-	claimed := func(now int64) { in.NowMillis, fl.claimed = now, true }
+	claimed := func(now int64) { in.NowMillis, fl.claimed, fl.claimAt = now, true, w.tick() }
 	return claimed, func(now int64, err error, restored bool) {
 		t.flight = nil
 		w.flushEnded(t, p, in, err, restored)
@@ -222,7 +241,7 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 					}
 				}
 			}
-			w.record(p, linearizability.Op{Client: fl.client, Input: *in, Output: out, Call: fl.call, Return: w.tick()})
+			w.record(p, fl.claim(linearizability.Op{Client: fl.client, Input: *in, Output: out, Call: fl.call, Return: w.tick()}))
 			return
 		}
 		f := w.classify(p, "flush", err, before)

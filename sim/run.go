@@ -337,7 +337,7 @@ func (w *world) verify() {
 			w.classify(v, "open", err, before)
 			return
 		}
-		v.db = db
+		v.db, v.handle = db, w.newHandle()
 		now := db.Now().UnixMilli()
 		v.offset = now - w.trueMillis
 		w.clock.opened(w, v, now, clock, w.clock.completedBefore(start, w.events))

@@ -62,6 +62,7 @@ type inflight struct {
 	in      *model.Input
 	call    int64
 	claimed bool  // the engine said what time it runs at (in.NowMillis)
+	claimAt int64 // the tick at which it said so, the last time it did
 	writes  int64 // its process's writes when it was called (MemFS.WritesBy)
 }
 

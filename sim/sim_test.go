@@ -295,6 +295,10 @@ var canaries = []struct {
 	// is checked on any keys; a count of some of them only where its keys
 	// share a hash tag (the key group's partition).
 	{"del-counts-expired", []string{sim.CheckLinearizability}, 0, nil},
+	// A verb that claims its time before it takes the lock and runs at it
+	// after a later verb of its handle: the check holds each handle's
+	// calls to the order of their claims (linearizability.Op.Claimed).
+	{"claim-before-lock", []string{sim.CheckLinearizability}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

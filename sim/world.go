@@ -61,6 +61,7 @@ type world struct {
 	wallBase   int64 // the wall clock, unix ms, at true time 0
 	wallOffset int64 // the sum of every wall-clock step
 	events     int64 // the event counter Call and Return come from
+	handles    int   // handles opened so far (newHandle)
 	lastDrop   int64 // the event of the last failed sync whose writes the disk dropped (droppedSync); 0: none
 
 	keys   []string // the keys clients share (the counter key apart)
@@ -197,6 +198,12 @@ func newWorld(cfg Config) *world {
 
 // wallMillis is the machine's wall clock, unix ms.
 func (w *world) wallMillis() int64 { return w.wallBase + w.trueMillis + w.wallOffset }
+
+// newHandle names a handle just opened, for the history.
+func (w *world) newHandle() int {
+	w.handles++
+	return w.handles
+}
 
 // tick returns the next value of the event counter.
 func (w *world) tick() int64 {

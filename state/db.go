@@ -116,6 +116,7 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 		return fmt.Errorf("statekit: %w", err)
 	}
 	start := db.cfg.clock.Monotonic()
+	early := db.bugClaimEarly(ctx)
 	if err := db.lockCtx(ctx); err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 		return err
 	}
 	db.setWait(ctx, db.cfg.clock.Monotonic()-start)
-	now, err := db.claimTime(ctx)
+	now, err := db.claimTime(ctx, early)
 	if err != nil {
 		return err
 	}
@@ -147,10 +148,13 @@ func (db *DB) do(ctx context.Context, a access, fn func(now int64) error) error 
 // cannot be written (a full disk, a busy file): no verb may use a time that
 // a restart could go back behind. Within the mark's lead (hwmLeadMillis)
 // no write is due, so on a full disk reads go on for that long. Callers
-// hold mu.
-func (db *DB) claimTime(ctx context.Context) (int64, error) {
-	now := db.time.nowMillis()
-	db.claimed(ctx, now)
+// hold mu. early is 0 but with a planted bug (bugClaimEarly).
+func (db *DB) claimTime(ctx context.Context, early int64) (int64, error) {
+	now := early
+	if now == 0 {
+		now = db.time.nowMillis()
+		db.claimed(ctx, now)
+	}
 	if err := db.advanceHWM(ctx, now); err != nil {
 		return 0, db.note(err)
 	}

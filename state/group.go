@@ -80,6 +80,7 @@ type pending struct {
 	a      access        // grouped, or sweeping: a batch that runs alone
 	full   bool          // a lease grant: its commit is synced before it is answered (lease.go)
 	fn     func(now int64) error
+	early  int64         // 0 but with a planted bug (bugClaimEarly)
 	passes int           // a sweep batch: groups of verbs that went before it (queue.takeUpTo)
 	err    error         // the result, written before state becomes opDone
 	state  atomic.Int32  // opWaiting, opDone, opLead or opWithdrawn
@@ -250,6 +251,10 @@ func (db *DB) doGrant(ctx context.Context, fn func(now int64) error) error {
 func (db *DB) enqueue(ctx context.Context, p *pending) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("statekit: %w", err)
+	}
+	if early := db.bugClaimEarly(ctx); early != 0 {
+		fn := p.fn
+		p.early, p.fn = early, func(int64) error { return fn(early) }
 	}
 	if s := db.cfg.sched; s != nil {
 		s.Wait(nil) // joining the queue is a scheduling point
@@ -453,9 +458,12 @@ func (db *DB) runOne(ops []*pending) {
 		}
 	}
 	db.setWait(gctx, waited)
-	now := db.time.nowMillis()
-	for _, o := range ops {
-		db.claimed(o.ctx, now)
+	now := bugLatestEarly(ops)
+	if now == 0 {
+		now = db.time.nowMillis()
+		for _, o := range ops {
+			db.claimed(o.ctx, now)
+		}
 	}
 	if err := db.advanceHWM(context.WithoutCancel(gctx), now); err != nil {
 		err = db.note(err)

@@ -158,3 +158,27 @@ func (db *DB) bugFlushWithoutTurn(ctx context.Context) (error, bool) {
 	}
 	return db.named("flush", "", joinErrors(db.buf.takeLost(), db.flushTaken(ctx, db.buf.take(), true))), true
 }
+
+// bugClaimEarly, with ClaimBeforeLock planted, claims the engine's time
+// for a verb before it takes the handle's lock or joins the queue, reports
+// it as the time the verb runs at, and returns it: the verb then runs at
+// it, however long it waited. It returns 0 when the bug is not planted.
+func (db *DB) bugClaimEarly(ctx context.Context) int64 {
+	if !db.cfg.bugs.Has(bugs.ClaimBeforeLock) {
+		return 0
+	}
+	now := db.time.nowMillis()
+	db.claimed(ctx, now)
+	return now
+}
+
+// bugLatestEarly returns the latest time the verbs of a group claimed
+// early (bugClaimEarly), the time their leader then uses for the
+// high-water mark, or 0 when none did.
+func bugLatestEarly(ops []*pending) int64 {
+	var t int64
+	for _, o := range ops {
+		t = max(t, o.early)
+	}
+	return t
+}

@@ -198,3 +198,17 @@ func TestStressCatchesDelCountsExpired(t *testing.T) {
 	rep := run(t, cfg)
 	assert.True(t, rep.Has(stress.KindLinearizability), "a Del that counted an expired row, in %d calls: %v", rep.Done.Calls, rep.Violations)
 }
+
+// TestStressCatchesClaimBeforeLock shows that the check holds a worker's
+// calls to the order in which its handle claimed their times: a verb that
+// claims its time before it takes the handle's lock, and runs at it after
+// another goroutine's verb ran at a later time, reads what that verb
+// wrote at a time before it. Every check but this order passes it.
+func TestStressCatchesClaimBeforeLock(t *testing.T) {
+	cfg := short(t)
+	cfg.Bugs = bugs.Set{}.With(bugs.ClaimBeforeLock)
+	cfg.KillEvery = -1 // the bug needs no kill
+	cfg.Until = stress.Work{Calls: 5000}
+	rep := run(t, cfg)
+	assert.True(t, rep.Has(stress.KindLinearizability), "a verb that ran at a time claimed before the lock, in %d calls: %v", rep.Done.Calls, rep.Violations)
+}

@@ -116,6 +116,10 @@ type worker struct {
 	clock   *stepClock // nil on the real clock
 	res     *resource  // nil for a reader
 	journal *journal
+	// handle names the file engine's handle in the history (the
+	// monotonic clock at its open, unique among the run's workers),
+	// linearizability.Op.Handle; 0 on a remote store.
+	handle int
 	// calls counts the calls journalled into the history, for the
 	// driver's progress: the driver stops on it, and the check counts the
 	// history, so a call that may be left out of it (cut before it ran,
@@ -179,6 +183,7 @@ func runWorker(raw string, stdin io.Reader, stdout io.Writer) error {
 		if w.db, err = state.Open(cfg.Path, opts...); err != nil {
 			return err
 		}
+		w.handle = int(monotonicNanos()) // one handle per worker process, never 0
 	}
 	if !cfg.ReadOnly {
 		if w.res, err = openResource(cfg.Resource); err != nil {
@@ -535,6 +540,7 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 		}
 		cl.claimed = true
 		op.Input.NowMillis = now
+		c.w.claimedAt(&op)
 		if cl.err = c.w.journal.op(op); cl.err == nil {
 			c.w.calls.Add(1)
 		}
@@ -556,6 +562,20 @@ func (c *caller) call(in model.Input) (out model.Output, ok bool, err error) {
 	}
 	op.Unknown, op.Output, op.Return = false, res.Out, ret
 	return res.Out, true, c.w.journal.op(op)
+}
+
+// claimedAt records on op, whose engine time the handle claimed just now
+// under its lock, the handle and the moment (linearizability.Op.Claimed),
+// when the call runs in one hold of the lock: not a listing or a Sweep,
+// which take it a page or a batch at a time.
+func (w *worker) claimedAt(op *linearizability.Op) {
+	switch op.Input.Kind {
+	case model.Scan, model.Leases, model.Sweep:
+		return
+	}
+	if w.handle != 0 {
+		op.Handle, op.Claimed = w.handle, monotonicNanos()
+	}
 }
 
 // callRemote is call on a Redis server, which tells the time a verb ran
@@ -677,6 +697,7 @@ func (f *flushRecorder) Flushing(deltas map[string]int64) (claimed func(int64), 
 	jerr := w.journal.op(op)
 	claimed = func(nowMillis int64) {
 		op.Input.NowMillis = nowMillis
+		w.claimedAt(&op)
 		jerr = errors.Join(jerr, w.journal.op(op))
 	}
 	return claimed, func(nowMillis int64, err error, restored bool) {

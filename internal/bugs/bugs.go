@@ -115,6 +115,12 @@ const (
 	// deletes, the expired ones no sweep has deleted yet too, as a Del
 	// that counts the rows its DELETE changed would.
 	DelCountsExpired
+	// ClaimBeforeLock has a verb claim its engine time when it is called,
+	// before it takes the handle's lock (or joins the queue of a group
+	// commit), and run at that time once it has the lock: a verb that
+	// waited behind others runs at a time before theirs, and judges
+	// expiry by it.
+	ClaimBeforeLock
 	lastBug
 )
 
@@ -147,6 +153,7 @@ var names = map[Bug]string{
 	FlushSkipsWait:            "flush-skips-wait",
 	SweepCountsLast:           "sweep-counts-last",
 	DelCountsExpired:          "del-counts-expired",
+	ClaimBeforeLock:           "claim-before-lock",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
