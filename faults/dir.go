@@ -54,6 +54,7 @@ func (p *ProcessFS) SyncDir(name string) error {
 	if err := p.alive(); err != nil {
 		return fmt.Errorf("sync directory of %q: %w", name, err)
 	}
+	m.evictTick()
 	m.stats.DirSyncs++
 	if m.cutDue() {
 		return fmt.Errorf("sync directory of %q: %w", name, m.cut())

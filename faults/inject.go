@@ -48,6 +48,7 @@ type plan struct {
 	budget        int64 // bytes writes may still add; < 0: unlimited
 	syncNoop      bool
 	dropSync      bool         // a failed sync drops its pages: SetDropFailedSyncs
+	evictSync     bool         // a failed sync's pages are evicted one at a time later: SetEvictFailedSyncs
 	keepUnwritten bool         // a failed sync leaves the blocks it allocated unwritten: SetKeepUnwritten
 	spared        map[int]bool // processes whose calls injected errors pass over: Spare
 }
@@ -127,18 +128,57 @@ func (m *MemFS) SetSyncNoop(on bool) {
 // SetDropFailedSyncs chooses what a failed Sync does to the writes it was
 // to make durable. Off (the default), they stay readable until a power
 // loss, as Linux's ext4 keeps them in the page cache (marked clean, never
-// written) until it reclaims those pages. On, they are dropped at once, as
-// XFS was reported to drop the pages of a failed write-back: reads of the
-// file see its durable bytes again, and zeros where nothing durable was;
-// its size stays as the writes left it. Either way none of them reaches the
-// disk, and the failure is reported as Sync says. Neither models the
-// kernel reclaiming such pages one at a time, at some later moment: a page
-// of a failed write-back that Linux drops before a repair has rewritten it
-// reads back as the disk has it.
+// written) until it reclaims those pages; SetEvictFailedSyncs models that
+// reclaim. On, they are dropped at once, as XFS was reported to drop the
+// pages of a failed write-back: reads of the file see its durable bytes
+// again, and zeros where nothing durable was; its size stays as the writes
+// left it. Either way none of them reaches the disk, and the failure is
+// reported as Sync says. On, it wins over SetEvictFailedSyncs: with both
+// on, a failed sync drops its writes at once (nothing is left to evict).
 func (m *MemFS) SetDropFailedSyncs(on bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.plan.dropSync = on
+}
+
+// SetEvictFailedSyncs, on, has the kernel reclaim a failed Sync's pages
+// one at a time, at later moments, as Linux may reclaim the clean pages
+// ext4 leaves in the page cache after a failed write-back. Right after the
+// failure every page the failed sync was to write (4096 bytes each, those
+// its writes touched, within the file's size) reads as written; from then
+// on each call that reaches the disk through a live view or file (ReadAt,
+// WriteAt, WriteThrough, Truncate, Sync, Size, Open, Delete, Exists,
+// SyncDir) first evicts, with probability 1/16 drawn from a seeded stream
+// of its own, one failed page drawn from all those of the machine; closing
+// the last descriptor of a file (Close, or Crash of the process that held
+// it) evicts all that remain of it; a power loss forgets them with the
+// rest of the page cache (PowerLoss decides from the durable bytes, as
+// always). An evicted page reads as the durable bytes, zeros where nothing
+// durable was; the file's size is unchanged. A write that touches a failed
+// page before its eviction makes it an ordinary dirty page (its bytes are
+// unsynced writes from then on, and it is never evicted); a truncate that
+// cuts into one does too, or forgets it.
+//
+// Not modelled: reclaim under memory pressure of dirty or ordinary clean
+// pages (they stay until a power loss), eviction at moments no MemFS call
+// marks (a simulator sees a page go only at its next disk call), eviction
+// of part of a page, and the kernel's keeping a page after the last close
+// (Linux may keep it until pressure; MemFS takes the worst case, that the
+// pages go when no descriptor could still be told of the failure). A page
+// rewritten in part is made dirty whole, as the kernel does, but only the
+// bytes written are made durable by a later sync, as for any write of
+// MemFS. SetDropFailedSyncs(true) wins over this: with both on, a failed
+// sync drops its writes at once. Off (the default), failed pages stay
+// readable until a power loss; turning it off keeps the pages already
+// failed pending, and they are evicted only at a last close.
+//
+// Each page evicted while a name leads to its file or a descriptor has it
+// open is reported to SetOnDroppedSync's function (and counted in
+// Stats.EvictedPages).
+func (m *MemFS) SetEvictFailedSyncs(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.plan.evictSync = on
 }
 
 // SetKeepUnwritten makes a failed Sync leave the blocks it had to
@@ -155,11 +195,17 @@ func (m *MemFS) SetKeepUnwritten(on bool) {
 }
 
 // SetOnDroppedSync has fn called, with the pid of the process whose Sync
-// failed and the file's name, each time a failed sync drops writes
-// (SetDropFailedSyncs) that were not durable: to whoever reads the file
-// afterwards, the writes since its last good sync are lost as a power loss
-// would lose them, though nothing else happened to the machine. fn runs
-// inside the Sync, holding the MemFS's lock: it must not call the MemFS.
+// failed and the file's name (as that process opened it), each time
+// writes that were not durable are taken out of the page cache while the
+// power stays on: each failed sync that drops its writes
+// (SetDropFailedSyncs), and each page of a failed sync evicted
+// (SetEvictFailedSyncs), which may come at any later call of any process,
+// or at a close or a crash. To whoever reads the file afterwards, the
+// writes since its last good sync are lost, in whole or (an eviction) in
+// part, as a power loss would lose them, though nothing else happened to
+// the machine: a WAL page gone leaves SQLite a prefix of the WAL at most.
+// fn is not called at a power loss. fn runs inside the MemFS call,
+// holding the MemFS's lock: it must not call the MemFS.
 func (m *MemFS) SetOnDroppedSync(fn func(pid int, name string)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

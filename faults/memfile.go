@@ -22,6 +22,10 @@ type inode struct {
 	// whatever is written there later, until a write past the page cache
 	// (WriteThrough) or a truncate below them.
 	unwritten []span
+	// failed are the pages a failed sync left in the page cache, clean,
+	// that the kernel has not reclaimed yet (SetEvictFailedSyncs), sorted
+	// by page: evict.go.
+	failed []failedPage
 }
 
 // span is the bytes [off, end) of a file.
@@ -87,6 +91,7 @@ type mutation struct {
 // write applies a write to the page cache and remembers it.
 func (ino *inode) write(p []byte, off int64) {
 	ino.data = writeAt(ino.data, p, off)
+	ino.rewritten(off, off+int64(len(p)))
 	ino.pending = append(ino.pending, mutation{off: off, data: append([]byte(nil), p...)})
 }
 
@@ -95,6 +100,7 @@ func (ino *inode) write(p []byte, off int64) {
 func (ino *inode) truncate(size int64) {
 	ino.data = resize(ino.data, size)
 	ino.pending = append(ino.pending, mutation{truncate: true, size: size})
+	ino.cutFailed(size)
 	limit := (size + unwrittenBlock - 1) / unwrittenBlock * unwrittenBlock
 	kept := ino.unwritten[:0]
 	for _, s := range ino.unwritten {
@@ -203,6 +209,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.usable("read"); err != nil {
 		return 0, err
 	}
+	m.evictTick()
 	if off < 0 {
 		return 0, fmt.Errorf("read %q at %d: negative offset", f.name, off)
 	}
@@ -234,6 +241,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.usable("write"); err != nil {
 		return 0, err
 	}
+	m.evictTick()
 	if f.readOnly {
 		return 0, fmt.Errorf("write %q: %w", f.name, ErrReadOnly)
 	}
@@ -271,6 +279,7 @@ func (f *memFile) WriteThrough(p []byte, off int64) error {
 	if err := f.usable("write"); err != nil {
 		return err
 	}
+	m.evictTick()
 	if f.readOnly {
 		return fmt.Errorf("write %q: %w", f.name, ErrReadOnly)
 	}
@@ -315,6 +324,7 @@ func (f *memFile) Truncate(size int64) error {
 	if err := f.usable("truncate"); err != nil {
 		return err
 	}
+	m.evictTick()
 	if f.readOnly {
 		return fmt.Errorf("truncate %q: %w", f.name, ErrReadOnly)
 	}
@@ -343,6 +353,8 @@ func (f *memFile) Truncate(size int64) error {
 // on it then reports the failure once, at its next Sync (Linux 4.13+). With
 // SetDropFailedSyncs(true) the failed sync's writes are dropped from the
 // page cache too: reads see the durable bytes again. With
+// SetEvictFailedSyncs(true) they stay readable until the kernel reclaims
+// them, a page at a time, at seeded later moments. With
 // SetSyncNoop(true) Sync does nothing and succeeds.
 func (f *memFile) Sync() error {
 	m := f.view.m
@@ -351,6 +363,7 @@ func (f *memFile) Sync() error {
 	if err := f.usable("sync"); err != nil {
 		return err
 	}
+	m.evictTick()
 	m.stats.Syncs++
 	if m.cutDue() {
 		return fmt.Errorf("sync %q: %w", f.name, m.cut())
@@ -359,6 +372,9 @@ func (f *memFile) Sync() error {
 		dropped := len(f.ino.pending) > 0
 		if m.plan.keepUnwritten {
 			f.ino.markUnwritten()
+		}
+		if m.plan.evictSync && !m.plan.dropSync {
+			m.markFailed(f.ino, f.view.pid, f.name)
 		}
 		f.ino.pending = nil // lost for good: in the cache, never on disk
 		if m.plan.dropSync {
@@ -391,6 +407,7 @@ func (f *memFile) Size() (int64, error) {
 	if err := f.usable("size"); err != nil {
 		return 0, err
 	}
+	m.evictTick()
 	return int64(len(f.ino.data)), nil
 }
 
@@ -406,5 +423,6 @@ func (f *memFile) Close() error {
 	err := f.usable("close")
 	f.closed = true
 	delete(m.open, f.id)
+	m.evictIfUnopened(f.ino)
 	return err
 }

@@ -19,6 +19,7 @@ const (
 	streamFault
 	streamEntropy
 	streamTime
+	streamEvict
 )
 
 // MemFS is the disk of one simulated machine, in memory. Each file keeps its
@@ -33,7 +34,8 @@ const (
 // ends them all. Faults can be injected: I/O errors of reads, writes,
 // syncs, truncates and directory syncs (FailAt, SetFailRate), failed syncs
 // whose writes stay readable or, as reported of XFS, are dropped
-// (SetDropFailedSyncs), a full disk (SetWriteBudget), a power cut at a
+// (SetDropFailedSyncs), or are reclaimed a page at a time at later moments
+// (SetEvictFailedSyncs), a full disk (SetWriteBudget), a power cut at a
 // chosen mutating call, a file's creation or deletion and a directory sync
 // among them (PowerLossAt), and a no-op Sync (SetSyncNoop, a negative
 // control).
@@ -58,6 +60,8 @@ type MemFS struct {
 	tearRNG    *rand.Rand
 	faultRNG   *rand.Rand
 	entropyRNG *rand.Rand
+	evictRNG   *rand.Rand
+	evicting   []*inode // the inodes with failed pages not yet evicted, in the order of their first failure: evict.go
 	plan       plan
 	stats      Stats
 
@@ -90,6 +94,7 @@ type Stats struct {
 	FailedDirSyncLosses   int64 // of DirLosses, those that found one a failed directory sync had been asked to make durable
 	Crashes               int64 // Crash calls
 	Sleeps                int64 // Sleep calls (SQLite's xSleep)
+	EvictedPages          int64 // pages of failed syncs the page cache let go of while the power was on (SetEvictFailedSyncs): each reads as the disk has it since
 }
 
 // Mutations is the number of mutating calls (writes, syncs and truncates
@@ -118,6 +123,7 @@ func NewMemFS(seed uint64) *MemFS {
 		tearRNG:     rand.New(rand.NewPCG(seed, streamTear)),
 		faultRNG:    rand.New(rand.NewPCG(seed, streamFault)),
 		entropyRNG:  rand.New(rand.NewPCG(seed, streamEntropy)),
+		evictRNG:    rand.New(rand.NewPCG(seed, streamEvict)),
 		plan:        plan{budget: -1},
 		base:        base,
 	}
@@ -268,6 +274,7 @@ func (p *ProcessFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
 	if err := p.alive(); err != nil {
 		return nil, fmt.Errorf("open %q: %w", name, err)
 	}
+	m.evictTick()
 	ino := m.files[name]
 	switch {
 	case name == "":
@@ -304,6 +311,7 @@ func (p *ProcessFS) Delete(name string) error {
 	if err := p.alive(); err != nil {
 		return fmt.Errorf("delete %q: %w", name, err)
 	}
+	m.evictTick()
 	if m.files[name] == nil {
 		return fmt.Errorf("delete %q: %w", name, fs.ErrNotExist)
 	}
@@ -324,6 +332,7 @@ func (p *ProcessFS) Exists(name string) (bool, error) {
 	if err := p.alive(); err != nil {
 		return false, fmt.Errorf("exists %q: %w", name, err)
 	}
+	m.evictTick()
 	return m.files[name] != nil, nil
 }
 

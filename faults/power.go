@@ -58,7 +58,9 @@ func (m *MemFS) Reboot() {
 
 // Crash kills process pid: its views and open files fail with ErrCrashed,
 // and its file locks and shared-memory locks are released. What it wrote
-// stays, synced or not: the machine's page cache still has it. A restarted
+// stays, synced or not: the machine's page cache still has it, but for the
+// failed syncs' pages of a file it had the last descriptors of, with
+// SetEvictFailedSyncs (its descriptors close). A restarted
 // process takes a new view from Process(pid).
 func (m *MemFS) Crash(pid int) {
 	m.mu.Lock()
@@ -72,9 +74,14 @@ func (m *MemFS) Crash(pid int) {
 		}
 	}
 	slices.Sort(ids)
+	inos := make([]*inode, 0, len(ids))
 	for _, id := range ids {
+		inos = append(inos, m.open[id].ino)
 		m.locks.Release(m.open[id])
 		delete(m.open, id)
+	}
+	for _, ino := range inos { // its descriptors closed: SetEvictFailedSyncs
+		m.evictIfUnopened(ino)
 	}
 }
 
@@ -89,6 +96,7 @@ func (m *MemFS) powerLoss(mode LossMode) {
 	if len(m.dirFailed) > 0 {
 		m.stats.FailedDirSyncLosses++
 	}
+	m.forgetFailed() // the page cache is gone: settle reads the disk
 	files := m.settleDirs(mode)
 	names := make([]string, 0, len(files))
 	for name := range files {

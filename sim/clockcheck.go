@@ -122,6 +122,23 @@ func (c *clockCheck) claimed(w *world, p *process, now int64) {
 	c.used(w, p, now, w.trueMillis)
 }
 
+// nowRead checks an answer of p's DB.Now, read at the current true time:
+// it must be p's engine time then (the same offset from true time as every
+// time p claims), so never behind a time p used. Reads before p's offset
+// is known are the open task's own, which sets it.
+func (c *clockCheck) nowRead(w *world, p *process, now int64) {
+	if !p.timed {
+		return
+	}
+	w.stats.NowReads++
+	if drift := now - w.trueMillis - p.offset; drift != 0 {
+		w.violate(CheckClock, "p%d's DB.Now answered %d, %+dms off its engine time %d", p.pid, now, drift, w.trueMillis+p.offset)
+	}
+	if now < p.lastNow {
+		w.violate(CheckClock, "p%d's DB.Now answered %d, behind the time %d it used", p.pid, now, p.lastNow)
+	}
+}
+
 // started checks the engine time now that p's open task read at the
 // current true time, once p's offset is set from it: first the claims its
 // background goroutines made before (they ran during Open, earlier in

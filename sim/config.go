@@ -95,6 +95,13 @@ type Config struct {
 	// that fails, as XFS was reported to, rather than keep them readable, as ext4
 	// does (faults.MemFS.SetDropFailedSyncs).
 	DropFailedSyncs bool
+	// EvictFailedSyncs makes the simulated disk keep a failed sync's writes
+	// readable, as ext4 does, but reclaim them a page at a time at seeded
+	// later disk calls, and all that remain of a file at its last close, as
+	// Linux may reclaim those clean pages (faults.MemFS.SetEvictFailedSyncs).
+	// Each WAL page it evicts is recorded as a loss the processes survived.
+	// It excludes DropFailedSyncs.
+	EvictFailedSyncs bool
 	// KeepUnwritten makes a failed sync leave the blocks it had to allocate
 	// unwritten, as ext4 does on Linux 6.18: later writes there are lost at
 	// a power loss unless written past the page cache
@@ -134,6 +141,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("keys %d: want 0 (random) or %d..%d", c.Keys, MinKeys, MaxKeys)
 	case c.CheckTimeout < 0:
 		return fmt.Errorf("check timeout %s: want >= 0", c.CheckTimeout)
+	case c.DropFailedSyncs && c.EvictFailedSyncs:
+		return fmt.Errorf("dropfailedsyncs and evictfailedsyncs: want one at most: a failed sync's pages are dropped at once, or evicted one at a time later")
 	}
 	for _, r := range c.Rates.list() {
 		if !(*r.p >= 0 && *r.p <= 1) { // NaN too: no draw is ever below it
@@ -170,7 +179,7 @@ func (r *Rates) list() []rate {
 }
 
 // Flags defines c's settings as flags of fs, with c's values as defaults:
-// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -dropfailedsyncs, -keepunwritten, -bug, -timeout,
+// -seed, -ops, -procs, -goroutines, -keys, -syncfull, -dropfailedsyncs, -evictfailedsyncs, -keepunwritten, -bug, -timeout,
 // -nofaults and one flag per fault rate. Call Flags on a Config, parse, then call Finish.
 func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	st := &FlagState{c: c}
@@ -183,6 +192,7 @@ func (c *Config) Flags(fs *flag.FlagSet) *FlagState {
 	fs.BoolVar(&c.SyncFull, "syncfull", c.SyncFull, "open every process with state.WithSync(state.SyncFull): every acknowledged write must survive a power loss")
 	fs.BoolVar(&c.KeepUnwritten, "keepunwritten", c.KeepUnwritten, "a failed sync leaves the blocks it had to allocate unwritten, as ext4 does on Linux 6.18: what is written there later is lost at a power loss unless written past the page cache")
 	fs.BoolVar(&c.DropFailedSyncs, "dropfailedsyncs", c.DropFailedSyncs, "a failed sync drops its writes from the simulated disk's page cache, as reported of XFS (default: they stay readable, as on ext4; Linux 6.18 kept them on XFS too)")
+	fs.BoolVar(&c.EvictFailedSyncs, "evictfailedsyncs", c.EvictFailedSyncs, "a failed sync's writes stay readable in the simulated disk's page cache, as on ext4, until it reclaims them a page at a time at seeded later disk calls, and all that remain of a file when its last descriptor closes (excludes -dropfailedsyncs)")
 	fs.Func("bug", "plant a bug, by name (repeat or comma-separate): "+strings.Join(bugs.Names(), ", "), st.addBug)
 	fs.BoolVar(&st.noFaults, "nofaults", false, "set every fault rate to 0, except those its own flag sets")
 	for _, r := range c.Rates.list() {
@@ -269,6 +279,9 @@ func (c Config) Args() []string {
 	}
 	if c.DropFailedSyncs {
 		args = append(args, "-dropfailedsyncs")
+	}
+	if c.EvictFailedSyncs {
+		args = append(args, "-evictfailedsyncs")
 	}
 	if c.CheckTimeout != d.CheckTimeout {
 		args = append(args, "-timeout", c.CheckTimeout.String())

@@ -188,6 +188,11 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 				w.clock.claimed(w, p, ms)
 			}
 		},
+		Nows: func(ms int64) {
+			if !w.tearing {
+				w.clock.nowRead(w, p, ms)
+			}
+		},
 		CheckpointEvery:  w.checkpointEvery,
 		InlineSweepEvery: w.inlineSweepEvery,
 		SweepStepRows:    w.sweepStepRows,
@@ -209,16 +214,28 @@ func (w *world) engineOptions(p *process, fs *faults.ProcessFS, clock *procClock
 
 // lossFound is told that p's engine, looking after a failed sync, found
 // writes the disk took back (in the WAL or in the database file). Only a
-// disk that drops a failed sync's writes (-dropfailedsyncs) takes any back
-// while the power stays on: on any other such a finding is wrong, and it
-// makes every connection of every process rebuild the shared index.
+// disk that drops a failed sync's writes (-dropfailedsyncs), or evicts
+// them a page at a time (-evictfailedsyncs), takes any back while the
+// power stays on: on any other such a finding is wrong, and it makes every
+// connection of every process rebuild the shared index. On a disk that
+// evicts, the loss takes effect when the index is marked: the rebuild stops
+// at the hole an eviction left, and so drops the commits other processes
+// appended behind it since, which the eviction's own record (droppedSync)
+// came before. So the mark is recorded as a loss the processes survived
+// too.
 func (w *world) lossFound(p *process, what string) {
 	if w.tearing {
 		return // the power is going: a read may see what it took back
 	}
 	w.logf("p%d found writes a failed sync took back: %s", p.pid, what)
 	w.clock.marked(w.events) // it marks the index for rebuilding next
-	if !w.cfg.DropFailedSyncs {
+	if w.cfg.EvictFailedSyncs {
+		w.lastDrop = w.tick()
+		w.history = append(w.history, linearizability.SurvivedLossAt(w.lastDrop))
+		w.clock.powerLost()
+		w.needCheck = true
+	}
+	if !w.cfg.DropFailedSyncs && !w.cfg.EvictFailedSyncs {
 		w.violate(CheckEngineError, "p%d found writes a failed sync took back (%s), but the disk keeps a failed sync's writes readable", p.pid, what)
 	}
 }

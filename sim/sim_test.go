@@ -171,7 +171,7 @@ func TestCleanSeeds(t *testing.T) {
 		n = cleanSeedsShort
 	}
 	armed := map[string]int{}
-	unknown, lostFlushes, partialDels := 0, 0, 0
+	unknown, lostFlushes, partialDels, nowReads := 0, 0, 0, 0
 	var fired faults.Stats
 	for seed := uint64(cleanFrom); seed < cleanFrom+uint64(n); seed++ {
 		r := run(t, sim.DefaultConfig(seed))
@@ -182,6 +182,7 @@ func TestCleanSeeds(t *testing.T) {
 		unknown += r.Stats.Unknown
 		lostFlushes += r.Stats.LostFlushes
 		partialDels += r.Stats.PartialDels
+		nowReads += r.Stats.NowReads
 		fired.InjectedErrors += r.Stats.Disk.InjectedErrors
 		fired.InjectedSyncErrors += r.Stats.Disk.InjectedSyncErrors
 		fired.InjectedDirSyncErrors += r.Stats.Disk.InjectedDirSyncErrors
@@ -221,6 +222,7 @@ func TestCleanSeeds(t *testing.T) {
 	assert.Positive(t, unknown, "no operation with an unknown outcome in %d seeds", n)
 	assert.Positive(t, lostFlushes, "no background flush lost deltas in %d seeds: no Flush or Close had an earlier error to return", n)
 	assert.Positive(t, partialDels, "no Del of the key group counted some of its keys in %d seeds: only counts the per-key check sees were made", n)
+	assert.Positive(t, nowReads, "no DB.Now answer was checked in %d seeds", n)
 	// Armed is not fired: an error armed for a call that never comes, or
 	// a budget no write reaches, tests nothing. The disk counts what it
 	// did.
@@ -299,6 +301,11 @@ var canaries = []struct {
 	// after a later verb of its handle: the check holds each handle's
 	// calls to the order of their claims (linearizability.Op.Claimed).
 	{"claim-before-lock", []string{sim.CheckLinearizability}, 0, nil},
+	// DB.Now answering the wall clock: the rate limiters place their
+	// decisions by it, and the clock check holds each answer to the
+	// process's engine time, which a wall-clock step or a mark ahead
+	// of the wall clock at open moves away from the wall.
+	{"now-reads-wall", []string{sim.CheckClock}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},

@@ -62,7 +62,7 @@ type world struct {
 	wallOffset int64 // the sum of every wall-clock step
 	events     int64 // the event counter Call and Return come from
 	handles    int   // handles opened so far (newHandle)
-	lastDrop   int64 // the event of the last failed sync whose writes the disk dropped (droppedSync); 0: none
+	lastDrop   int64 // the event of the last failed sync whose writes the disk dropped, or of the last WAL page of one it evicted (droppedSync); 0: none
 
 	keys   []string // the keys clients share (the counter key apart)
 	leases []string // the lease names
@@ -132,6 +132,7 @@ type Stats struct {
 	Overlapping   int            // recorded operations called while another was in flight
 	LostFlushes   int            // background flushes that lost deltas, whose errors the next Flush or Close must return
 	PartialDels   int            // Dels of the key group's keys alone that counted some of them, not none or all: checked only because the group is one partition
+	NowReads      int            // answers of DB.Now (the rate limiters') the clock check held to their process's engine time
 	Disk          faults.Stats   // the simulated disk's own counters at the end: the injected errors and refused writes that fired, not only those armed
 }
 
@@ -152,9 +153,16 @@ func newWorld(cfg Config) *world {
 		recipes:     newRecipeState(cfg.Seed),
 	}
 	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
+	w.m.SetEvictFailedSyncs(cfg.EvictFailedSyncs)
 	w.m.SetKeepUnwritten(cfg.KeepUnwritten)
-	if cfg.DropFailedSyncs {
+	switch {
+	case cfg.DropFailedSyncs:
 		w.m.SetOnDroppedSync(w.droppedSync)
+	case cfg.EvictFailedSyncs:
+		// A page evicted later is recorded as a dropped sync is (a WAL
+		// page as a loss the processes survived), at the disk call that
+		// evicted it, whoever made that call.
+		w.m.SetOnDroppedSync(w.evictedPage)
 	}
 	w.sched = newScheduler(w, rand.New(rand.NewPCG(cfg.Seed, streamSched)))
 	w.rngForeign = rand.New(rand.NewPCG(cfg.Seed, streamForeign))
@@ -194,6 +202,18 @@ func newWorld(cfg Config) *world {
 	w.m.SetYield(func(int) { w.sched.park(nil, 0) })
 	w.m.SetSleep(func(d time.Duration) { w.sched.sleep(d, nil) })
 	return w
+}
+
+// evictedPage records a page of a failed sync of file name, by process
+// pid, that the disk evicted from its page cache (Config.EvictFailedSyncs):
+// reads of it see what the disk has from now on. It is recorded as
+// droppedSync records a failed sync's drop: a page of the WAL as a loss
+// the processes survived, one of the database file as a checkpoint's copy
+// taken back. Called inside a disk call (faults.MemFS.SetOnDroppedSync): it
+// touches no disk.
+func (w *world) evictedPage(pid int, name string) {
+	w.logf("disk evicted a page of %s that p%d's failed sync left in the page cache", name, pid)
+	w.droppedSync(pid, name)
 }
 
 // wallMillis is the machine's wall clock, unix ms.

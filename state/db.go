@@ -91,7 +91,11 @@ func (db *DB) Now() time.Time {
 	if s := db.cfg.sched; s != nil {
 		s.Wait(nil)
 	}
-	return time.UnixMilli(db.time.peekMillis())
+	ms := db.bugNow(db.time.peekMillis())
+	if f := db.cfg.nows; f != nil {
+		f(ms)
+	}
+	return time.UnixMilli(ms)
 }
 
 // access says what a verb does to the file.

@@ -58,6 +58,7 @@ type config struct {
 	flushes          hooks.FlushObserver // nil: none
 	sweeps           hooks.SweepObserver // nil: none
 	times            func(int64)         // nil: none
+	nows             func(int64)         // told DB.Now's answers; nil: none
 	checkpointEvery  int                 // writes between background checkpoints
 	inlineSweepEvery int                 // writes between inline sweep batches
 	sweepStepRows    int                 // rows a sweep step deletes at most (sweep.go)
@@ -84,6 +85,7 @@ func init() {
 	hooks.Option = func(e hooks.Engine) any {
 		return Option(func(cfg *config) {
 			cfg.bugs, cfg.sched, cfg.flushes, cfg.sweeps, cfg.times = e.Bugs, e.Sched, e.Flushes, e.Sweeps, e.Times
+			cfg.nows = e.Nows
 			if e.CheckpointEvery > 0 {
 				cfg.checkpointEvery = e.CheckpointEvery
 			}

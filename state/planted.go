@@ -182,3 +182,12 @@ func bugLatestEarly(ops []*pending) int64 {
 	}
 	return t
 }
+
+// bugNow returns ms, DB.Now's answer, or, with NowReadsWall planted, the
+// wall clock's time.
+func (db *DB) bugNow(ms int64) int64 {
+	if db.cfg.bugs.Has(bugs.NowReadsWall) {
+		return db.cfg.clock.Wall().UnixMilli()
+	}
+	return ms
+}

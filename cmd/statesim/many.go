@@ -68,6 +68,7 @@ func (t *totals) add(r result) {
 	t.disk.NoSpaceErrors += st.Disk.NoSpaceErrors
 	t.disk.PowerLosses += st.Disk.PowerLosses
 	t.disk.Crashes += st.Disk.Crashes
+	t.disk.EvictedPages += st.Disk.EvictedPages
 }
 
 // runMany runs -seeds seeds from -from and prints a summary. An interrupt
@@ -177,6 +178,10 @@ func printSummary(w io.Writer, opt options, t *totals, elapsed time.Duration) {
 		count(int(d.InjectedSyncErrors), "failed sync", "failed syncs"),
 		count(int(d.InjectedDirSyncErrors), "failed directory sync", "failed directory syncs"),
 		count(int(d.NoSpaceErrors), "write", "writes"), count(int(d.PowerLosses), "power loss", "power losses"), count(int(d.Crashes), "crash", "crashes"))
+	if d.EvictedPages > 0 { // -evictfailedsyncs
+		fmt.Fprintf(w, "evicted from the page cache: %s of failed syncs, each then read as the disk had it\n",
+			count(int(d.EvictedPages), "page", "pages"))
+	}
 	if t.slowest.CheckPartition != "" {
 		fmt.Fprintf(w, "check: slowest partition %s of seed %d took %s (limit %s, per partition)\n",
 			t.slowest.CheckPartition, t.slowest.Seed, roundCheck(t.slowest.CheckSlowest), limitString(opt.cfg.CheckTimeout))

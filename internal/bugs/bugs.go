@@ -121,6 +121,11 @@ const (
 	// waited behind others runs at a time before theirs, and judges
 	// expiry by it.
 	ClaimBeforeLock
+	// NowReadsWall makes DB.Now answer the wall clock instead of the
+	// engine's time: after a wall-clock step, or with a high-water mark
+	// ahead of the wall clock at open, a rate limiter places its decisions
+	// at times the engine never ran at.
+	NowReadsWall
 	lastBug
 )
 
@@ -154,6 +159,7 @@ var names = map[Bug]string{
 	SweepCountsLast:           "sweep-counts-last",
 	DelCountsExpired:          "del-counts-expired",
 	ClaimBeforeLock:           "claim-before-lock",
+	NowReadsWall:              "now-reads-wall",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".

@@ -31,6 +31,9 @@ type Engine struct {
 	// Times, when not nil, is told every engine time (unix ms) the handle
 	// claims for a verb or for background work, as it claims it.
 	Times func(nowMillis int64)
+	// Nows, when not nil, is told every answer DB.Now gives (unix ms), as
+	// it gives it: a time read, not claimed.
+	Nows func(nowMillis int64)
 	// CheckpointEvery, when above 0, replaces the number of writes between
 	// two background checkpoints, so that a short simulated run reaches
 	// them.
