@@ -242,6 +242,9 @@ func (o flushObserver) Flushing(d map[string]int64) (func(int64), func(int64, er
 				}
 			}
 			w.record(p, fl.claim(linearizability.Op{Client: fl.client, Input: *in, Output: out, Call: fl.call, Return: w.tick()}))
+			if t.kind == kindEngine && err == nil {
+				w.stats.BgFlushed++
+			}
 			return
 		}
 		f := w.classify(p, "flush", err, before)
@@ -318,6 +321,9 @@ func (o sweepObserver) Sweeping(cutoff int64, inline bool) func([]string, error)
 		if err == nil {
 			if cur := w.sched.cur; cur != nil && !inline {
 				cur.swept += len(keys) // a Sweep's own: not an inline one its thread ran for another verb
+			}
+			if t.kind == kindEngine {
+				w.stats.BgSwept += len(keys)
 			}
 			if len(keys) > 0 {
 				del := model.Input{Kind: model.Del, Keys: keys, NowMillis: cutoff}

@@ -171,7 +171,7 @@ func TestCleanSeeds(t *testing.T) {
 		n = cleanSeedsShort
 	}
 	armed := map[string]int{}
-	unknown, lostFlushes, partialDels, nowReads := 0, 0, 0, 0
+	unknown, lostFlushes, partialDels, nowReads, bgSwept, bgFlushed := 0, 0, 0, 0, 0, 0
 	var fired faults.Stats
 	for seed := uint64(cleanFrom); seed < cleanFrom+uint64(n); seed++ {
 		r := run(t, sim.DefaultConfig(seed))
@@ -183,6 +183,8 @@ func TestCleanSeeds(t *testing.T) {
 		lostFlushes += r.Stats.LostFlushes
 		partialDels += r.Stats.PartialDels
 		nowReads += r.Stats.NowReads
+		bgSwept += r.Stats.BgSwept
+		bgFlushed += r.Stats.BgFlushed
 		fired.InjectedErrors += r.Stats.Disk.InjectedErrors
 		fired.InjectedSyncErrors += r.Stats.Disk.InjectedSyncErrors
 		fired.InjectedDirSyncErrors += r.Stats.Disk.InjectedDirSyncErrors
@@ -223,6 +225,9 @@ func TestCleanSeeds(t *testing.T) {
 	assert.Positive(t, lostFlushes, "no background flush lost deltas in %d seeds: no Flush or Close had an earlier error to return", n)
 	assert.Positive(t, partialDels, "no Del of the key group counted some of its keys in %d seeds: only counts the per-key check sees were made", n)
 	assert.Positive(t, nowReads, "no DB.Now answer was checked in %d seeds", n)
+	// The engine's background goroutines do their work, not only start.
+	assert.Positive(t, bgSwept, "the background sweeper deleted no key in %d seeds", n)
+	assert.Positive(t, bgFlushed, "the background flusher wrote no increment in %d seeds", n)
 	// Armed is not fired: an error armed for a call that never comes, or
 	// a budget no write reaches, tests nothing. The disk counts what it
 	// did.

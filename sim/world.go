@@ -133,6 +133,8 @@ type Stats struct {
 	LostFlushes   int            // background flushes that lost deltas, whose errors the next Flush or Close must return
 	PartialDels   int            // Dels of the key group's keys alone that counted some of them, not none or all: checked only because the group is one partition
 	NowReads      int            // answers of DB.Now (the rate limiters') the clock check held to their process's engine time
+	BgSwept       int            // keys the engine's background sweeper deleted
+	BgFlushed     int            // flushes of buffered increments by the engine's background flusher that wrote them
 	Disk          faults.Stats   // the simulated disk's own counters at the end: the injected errors and refused writes that fired, not only those armed
 }
 
