@@ -115,3 +115,47 @@ func TestBackgroundWaitsThroughTheClockForTheDefaultIntervals(t *testing.T) {
 	close(sweep.done)
 	clock.next(t, state.DefaultSweepInterval, held) // nothing left: the whole interval
 }
+
+// TestBackgroundSweeperComesBackSoonerAfterAPassOf256Rows: the background
+// sweeper's own pause after a pass is the whole interval after one that
+// deleted 255 rows, and a tenth of it after one that deleted 256. It
+// failed (a tenth after 255) with the sweeper asking sweepPause(d, n+1),
+// which TestSweepPause, calling sweepPause itself, let through.
+func TestBackgroundSweeperComesBackSoonerAfterAPassOf256Rows(t *testing.T) {
+	clock := &heldSleeper{Clock: newClock(), asked: make(chan heldSleep)}
+	// No flusher: every wait asked of the clock is the sweeper's.
+	db, err := state.Open(filepath.Join(t.TempDir(), "bg.state"), state.WithClock(clock), state.WithFlushInterval(0))
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := t.Context()
+	held := map[time.Duration][]heldSleep{}
+	sweep := clock.next(t, time.Second, held)
+	for _, c := range []struct {
+		rows int
+		next time.Duration
+	}{
+		{255, time.Second},
+		{256, 100 * time.Millisecond},
+		{0, time.Second},
+	} {
+		require.NoError(t, db.Update(ctx, func(tx *state.Tx) error {
+			for i := range c.rows {
+				if err := tx.Set(fmt.Sprintf("k%d/%04d", c.rows, i), i, state.TTL(time.Millisecond)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		clock.Advance(time.Millisecond)
+		close(sweep.done)
+		select {
+		case sweep = <-clock.asked:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the sweeper asked no wait after its pass of %d rows", c.rows)
+		}
+		assert.Equal(t, c.next, sweep.d, "the sweeper's wait after a pass that deleted %d rows", c.rows)
+		st, err := db.Stats(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), st.ExpiredKeys, "the pass deleted every expired row")
+	}
+}

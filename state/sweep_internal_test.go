@@ -173,10 +173,16 @@ func TestSweepYieldsToAVerbQueuedMidStep(t *testing.T) {
 // TestSweepTransactionBounds: with nobody waiting, a sweep transaction goes
 // on past one step, and ends at sweepTxnRows rows (on a clock that stands
 // still, as a simulator's) or once its steps took sweepTxnTime by the
-// clock, whichever comes first.
+// clock, whichever comes first. On a clock that stands still the sizes are
+// exact: the first transaction's steps grow from 32 rows to 1,024 and it
+// ends at 17,376 rows, and the second's, all of 1,024 rows, end at 16,384
+// exactly. The exact sizes failed with sweepTxnRows 16*1024+900 (a second
+// transaction of 17,408, which the bounds alone let through: the first is
+// 17,376 either way) and with sweepBatchRows 1023 (17,360 and 16,368).
 func TestSweepTransactionBounds(t *testing.T) {
 	const rows = sweepTxnRows + 3*sweepBatchRows
 	t.Run("rows", func(t *testing.T) {
+		const rows = 2*sweepTxnRows + 3*sweepBatchRows
 		clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		o := &txnSizes{}
 		db := sweepFixture(t, clock, func() { clock.Advance(time.Millisecond) }, rows, o)
@@ -184,12 +190,19 @@ func TestSweepTransactionBounds(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, rows, n)
 		sizes := o.get()
-		require.Len(t, sizes, 2)
+		require.Len(t, sizes, 3)
 		assert.GreaterOrEqual(t, sizes[0], sweepTxnRows)
 		assert.Less(t, sizes[0], sweepTxnRows+sweepBatchRows, "at most one step past the bound")
 		// The numbers the docs give: 16,384 rows, steps of at most 1,024.
 		assert.GreaterOrEqual(t, sizes[0], 16384, "the documented bound")
 		assert.Less(t, sizes[0], 16384+1024, "at most one documented step past it")
+		// Exactly: quick steps double from the inline bound, 32, 64, 128,
+		// 256 and 512 rows (992), then 1,024 each, until the transaction
+		// reached 16,384 rows: 16 more steps. The next transaction's
+		// steps are 1,024 rows from its first: 16 of them are 16,384.
+		assert.Equal(t, 32+64+128+256+512+16*1024, sizes[0], "steps grow to 1,024 rows; the one that reaches 16,384 rows ends the transaction")
+		assert.Equal(t, 16384, sizes[1], "16 steps of 1,024 rows reach 16,384 exactly")
+		assert.Equal(t, rows-sizes[0]-sizes[1], sizes[2])
 	})
 	t.Run("time", func(t *testing.T) {
 		base := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -231,7 +244,8 @@ func TestSweepPause(t *testing.T) {
 // bound and doubles after quick steps up to its bound, 1,024 rows by
 // default and hooks.Engine.SweepStepRows when set (the simulator's few
 // rows, so its sweeps take several steps); Sweep returns every row its
-// steps deleted.
+// steps deleted. The literal 1,024 failed with sweepBatchRows 1023, which
+// the comparison with the constant let through.
 func TestSweepStepRowsBoundsTheStep(t *testing.T) {
 	o := &txnSizes{}
 	db := sweepFixture(t, faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func() {}, 1, o)
@@ -240,6 +254,7 @@ func TestSweepStepRowsBoundsTheStep(t *testing.T) {
 		db.sweepTook(0)
 	}
 	assert.Equal(t, sweepBatchRows, db.sweepLimit(), "quick steps grow to the engine's bound")
+	assert.Equal(t, 1024, db.sweepLimit(), "the documented 1,024 rows")
 
 	clock := faults.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	db, err := Open(filepath.Join(t.TempDir(), "few.state"), WithClock(clock), WithoutBackground(),

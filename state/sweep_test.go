@@ -135,6 +135,59 @@ func TestWritesSweepFasterWhileBehind(t *testing.T) {
 	assert.Equal(t, int64(64), 5000-st.ExpiredKeys, "expired keys 512 writes swept without the background sweeper")
 }
 
+// TestWritesSweepAtThePlainCadenceAgainOnceAnAssistedSweepFindsFewer:
+// writes beside the background sweeper that sweep faster while behind
+// (every 8th write, 16 rows) go back to the plain cadence (32 rows every
+// 256 writes) once an inline sweep finds fewer than it asked for: of 200
+// expired keys, the 256th write sweeps 32 (a backlog), each 8th write
+// after it 16 until the 88th finds the last 8; then 10 keys set and
+// expired are left alone by the next 255 writes, and the 256th sweeps
+// them. It failed (the 16th write after the backlog swept the 10) with
+// afterWrite never turning the faster cadence off once on.
+func TestWritesSweepAtThePlainCadenceAgainOnceAnAssistedSweepFindsFewer(t *testing.T) {
+	// The background sweeper runs, but not in this test: its first pass
+	// waits an hour.
+	f := newFixture(t, backends[0])
+	require.NoError(t, f.db.Close())
+	f.db = f.open(state.WithSweepInterval(time.Hour), state.WithFlushInterval(0))
+	ttl := state.TTL(time.Millisecond)
+	expired := func() int64 {
+		t.Helper()
+		st, err := f.db.Stats(f.ctx)
+		require.NoError(t, err)
+		return st.ExpiredKeys
+	}
+	incr := func(n int) {
+		t.Helper()
+		for range n {
+			_, err := f.db.Incr(f.ctx, "counter")
+			require.NoError(t, err)
+		}
+	}
+	for i := range 200 {
+		require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("e%d", i), i, ttl))
+	}
+	f.clock.Advance(time.Millisecond)
+	incr(55)
+	require.Equal(t, int64(200), expired(), "255 writes: no inline sweep yet")
+	incr(1)
+	require.Equal(t, int64(200-32), expired(), "the 256th write swept 32, all it could: a backlog")
+	incr(80)
+	require.Equal(t, int64(8), expired(), "ten 8th writes swept 16 each")
+	incr(8)
+	require.Equal(t, int64(0), expired(), "the next 8th write found 8, fewer than 16")
+
+	// Back to the plain cadence: 10 Sets, then 245 writes, sweep nothing.
+	for i := range 10 {
+		require.NoError(t, f.db.Set(f.ctx, fmt.Sprintf("f%d", i), i, ttl))
+	}
+	f.clock.Advance(time.Millisecond)
+	incr(245)
+	assert.Equal(t, int64(10), expired(), "255 writes after an inline sweep that found fewer than 16 sweep nothing")
+	incr(1)
+	assert.Equal(t, int64(0), expired(), "the 256th sweeps")
+}
+
 func TestBackgroundWorkRuns(t *testing.T) {
 	clock := newClock()
 	path := filepath.Join(t.TempDir(), "bg.state")
