@@ -81,3 +81,61 @@ func TestSyncThatFindsNoRoomEndsTheHandle(t *testing.T) {
 	}
 	assert.Greater(t, again.Token, first.Token)
 }
+
+// noRoomAtSQLiteSyncFS is a simulated disk whose files opened by SQLite
+// (to write: the engine opens its own descriptors read only), once armed,
+// fail their next sync with ENOSPC, wrapping vfs.ErrNoSpace, as
+// noRoomAtSyncFS's WAL does. A grant no longer syncs through SQLite (the
+// engine syncs the WAL through its own descriptor after COMMIT); a
+// checkpoint still does, the WAL and then the database file.
+type noRoomAtSQLiteSyncFS struct {
+	*faults.ProcessFS
+	armed atomic.Bool
+}
+
+func (f *noRoomAtSQLiteSyncFS) Open(name string, flags vfs.OpenFlag) (vfs.File, error) {
+	file, err := f.ProcessFS.Open(name, flags)
+	if err != nil || flags&vfs.OpenReadOnly != 0 {
+		return file, err
+	}
+	return noRoomAtSQLiteSyncFile{File: file, fs: f}, nil
+}
+
+type noRoomAtSQLiteSyncFile struct {
+	vfs.File
+	fs *noRoomAtSQLiteSyncFS
+}
+
+func (f noRoomAtSQLiteSyncFile) Sync() error {
+	if f.fs.armed.CompareAndSwap(true, false) {
+		cause := &fs.PathError{Op: "sync", Path: "file", Err: syscall.ENOSPC}
+		return fmt.Errorf("%w: %w", vfs.ErrNoSpace, cause)
+	}
+	return f.File.Sync()
+}
+
+// TestSQLiteSyncThatFindsNoRoomEndsTheHandle: a sync SQLite itself makes,
+// here the WAL's at the start of the checkpoint a handle without a
+// background checkpointer runs every thousand pages, fails with ENOSPC:
+// the VFS's xSync must report it as SQLITE_IOERR_FSYNC, so that the
+// checkpoint's failure ends the handle with ErrIO. TestSyncThatFindsNoRoomEndsTheHandle
+// no longer reaches xSync (grants sync through the engine's own
+// descriptor); this fails with xSync reporting ENOSPC as SQLITE_FULL:
+// the checkpoint's error is then a full disk, not fatal, and the handle
+// goes on writing.
+func TestSQLiteSyncThatFindsNoRoomEndsTheHandle(t *testing.T) {
+	ctx := t.Context()
+	fsys := &noRoomAtSQLiteSyncFS{ProcessFS: faults.NewMemFS(1).Process(1)}
+	db, err := state.Open("s.state", state.WithFS(fsys), state.WithoutBackground())
+	require.NoError(t, err)
+	defer db.Close()
+	fsys.armed.Store(true)
+	for i := 0; i < 100_000 && fsys.armed.Load(); i++ {
+		require.NoError(t, db.Set(ctx, fmt.Sprintf("k%d", i), i))
+	}
+	require.False(t, fsys.armed.Load(), "no checkpoint synced through SQLite in 100,000 writes")
+	err = db.Set(ctx, "after", 1)
+	require.Error(t, err, "the handle goes on after a failed sync")
+	assert.ErrorIs(t, err, state.ErrIO)
+	assert.NotErrorIs(t, err, state.ErrDiskFull, "a failed sync reported as a full disk")
+}

@@ -86,6 +86,9 @@ func TestRestartWithWallBehindResumesFromMark(t *testing.T) {
 		require.NoError(t, err)
 		assert.LessOrEqual(t, left, 5*time.Second, "time never goes back across a crash")
 		assert.GreaterOrEqual(t, left, 5*time.Second-500*time.Millisecond, "and resumes at most the mark's lead later")
+		// Exactly the lead later: pins hwmLeadMillis (clock.go) from below
+		// too, where the bounds above pass with a shorter lead (450 ms).
+		assert.Equal(t, 5*time.Second-500*time.Millisecond, left, "resumes at the mark, the lead (500 ms) past the time used")
 	})
 }
 
@@ -184,4 +187,8 @@ func TestCrashLoopTimeCreepIsBounded(t *testing.T) {
 	// The first kill leaves a full lead, each later one at most the short
 	// lead of a handle that started ahead: 500 ms + 9 x 50 ms.
 	assert.LessOrEqual(t, ahead, state.HighWaterLead+(kills-1)*50*time.Millisecond, "a kill after the first added more than 50 ms")
+	// Exactly that: pins both leads (hwmLeadMillis, hwmLeadAheadMillis in
+	// clock.go) from below too, where the bounds above pass with shorter
+	// ones (450 ms, 40 ms).
+	assert.Equal(t, 950*time.Millisecond, ahead, "the first kill leaves 500 ms, each later one 50 ms")
 }
