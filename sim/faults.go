@@ -42,7 +42,12 @@ const (
 	diskFullOpsMax    = 15    // steps a disk-full episode lasts
 	pauseMinMillis    = leaseTTLMin + leaseTTLSpan
 	pauseSpanMillis   = 3000
-	downMillisMax     = 5000 // how long the power stays off
+	// One pause in three outlasts the engine's default busy timeout, so
+	// that a process paused holding the file's lock has the others wait
+	// out their whole budget and answer ErrBusy.
+	longPauseMinMillis  = 5500
+	longPauseSpanMillis = 2500
+	downMillisMax       = 5000 // how long the power stays off
 )
 
 // rates returns cfg's rates by kind.
@@ -175,6 +180,9 @@ func (w *world) pause(r *rand.Rand) bool {
 	}
 	p := procs[r.IntN(len(procs))]
 	p.pausedUntil = w.trueMillis + pauseMinMillis + r.Int64N(pauseSpanMillis)
+	if r.IntN(3) == 0 {
+		p.pausedUntil = w.trueMillis + longPauseMinMillis + r.Int64N(longPauseSpanMillis)
+	}
 	w.pauses++
 	w.logf("fault: pause p%d until %d", p.pid, p.pausedUntil)
 	return true

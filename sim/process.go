@@ -68,6 +68,18 @@ type client struct {
 	holds []hold // by lease index
 }
 
+// held returns the indexes of the leases c was granted and believes it
+// still holds, in order.
+func (c *client) held() []int {
+	var out []int
+	for i, h := range c.holds {
+		if h.ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // hold is a lease grant a client saw.
 type hold struct {
 	ok      bool

@@ -128,7 +128,10 @@ func TestLeavingOutALostCallThatWroteIsCaught(t *testing.T) {
 	}
 	restore()
 	require.NotNil(t, caught, "leaving out every lost call went unnoticed in 20 seeds")
-	assert.Equal(t, []string{sim.CheckLinearizability}, caught.Checks(), "%s", failure(caught))
+	// Linearizability sees it; so does the counter's check when a lost
+	// increment of the counter key took effect.
+	assert.Contains(t, caught.Checks(), sim.CheckLinearizability, "%s", failure(caught))
+	assert.Subset(t, []string{sim.CheckLinearizability, sim.CheckCounter}, caught.Checks(), "%s", failure(caught))
 
 	r := run(t, caught.Config)
 	require.True(t, r.OK(), "%s", failure(r))
@@ -282,7 +285,7 @@ var canaries = []struct {
 	// A Flush with nothing buffered that returns before the errors
 	// background flushes kept: a background flush that dropped a key
 	// (bytes where increments go) followed by a Flush with nothing
-	// buffered, 23 of 200 default seeds (the README's table); with as
+	// buffered, 30 of 200 default seeds (the README's table); with as
 	// many goroutines as a process may have, more flushes run, and seeds
 	// 8, 10 and 18 of the 20 here catch it (when the key group came;
 	// 4, 7, 10 and 15 before).
@@ -311,6 +314,12 @@ var canaries = []struct {
 	// process's engine time, which a wall-clock step or a mark ahead
 	// of the wall clock at open moves away from the wall.
 	{"now-reads-wall", []string{sim.CheckClock}, 0, nil},
+	// A CAS swap that keeps or clears the wrong deadline: clients swap
+	// from the value they last saw half the time, so swaps of keys with
+	// deadlines come often enough to catch either.
+	// A swap with a TTL of a key already holding a value: seed 15 first.
+	{"cas-ttl-keeps-deadline", []string{sim.CheckLinearizability}, 20, nil},
+	{"cas-swap-clears-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"renew-bumps-token", []string{sim.CheckLinearizability}, 0, nil},
 	{"read-ignores-deadline", []string{sim.CheckLinearizability}, 0, nil},
 	{"sweep-early", []string{sim.CheckLinearizability}, 0, nil},
@@ -346,7 +355,9 @@ var canaries = []struct {
 	// schedule), so it runs with as many goroutines as a process may have
 	// (more grants group) and more power cuts armed mid-operation: 4 to 16
 	// of 50, seeds 5, 11, 13 and 24 of the 45 here (when the key group
-	// came, where default seeds catch it from 55, 2 of 200; 20, 39, 40
+	// came, where default seeds catch it from 55, 2 of 200, and from 22,
+	// 6 of 200, once clients renewed and released the leases they hold;
+	// 20, 39, 40
 	// and 44 when sweep steps became a few rows, default seeds from 32,
 	// 10 of 200; 6, 20 and 21 of 30 at 866e727).
 	{"grouped-grant-early", []string{sim.CheckLinearizability, sim.CheckFencing, sim.CheckCounter, sim.CheckClock}, 45,
@@ -363,11 +374,11 @@ var canaries = []struct {
 	// The recipes' planted bugs (package ratelimit, package cache): only
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
-	// 78 of 200 default seeds (the README's table), seeds 2, 3, 11, 14,
+	// 81 of 200 default seeds (the README's table), seeds 2, 3, 11, 14,
 	// 17, 18, 19 and 20 of the 20 here (when the key group came; from
 	// seed 11 when sweep steps became a few rows, from seed 1 before).
 	{"limiter-two-steps", []string{sim.CheckRateLimit}, 20, nil},
-	// A fill's lease lost before its write: 23 of 200 default seeds (the
+	// A fill's lease lost before its write: 27 of 200 default seeds (the
 	// README's table); 8 of seeds 1 to 50, from seed 6 (when the key group
 	// came; 9 from seed 1 when sweep steps became a few rows; six from
 	// seed 15 at 866e727, eight from seed 17

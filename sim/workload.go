@@ -130,6 +130,9 @@ func (w *world) clientOp(t *thread, p *process, c *client) {
 		w.sweep(t, p)
 	case opLease, opRenew, opRelease:
 		li := r.IntN(len(w.leases))
+		if held := c.held(); kind != opLease && len(held) > 0 && r.IntN(4) != 0 {
+			li = held[r.IntN(len(held))] // renewals and releases that succeed, not only guesses
+		}
 		in := w.leaseInput(c, kind, li)
 		out, known := w.verb(t, p, c.id, &in)
 		w.leaseOutcome(c, li, in, out, known)
@@ -262,6 +265,12 @@ func (w *world) kvInput(kind opKind) model.Input {
 		in := model.Input{Kind: model.CAS, Key: w.key()}
 		if r.IntN(4) != 0 {
 			in.Expected = model.Ptr(w.value(false))
+			if v, ok := w.seen[in.Key]; ok && r.IntN(2) == 0 {
+				// The value the key was last seen to hold, so that
+				// swaps happen, of a key with a deadline too, and not
+				// only by the luck of a random guess.
+				in.Expected = model.Ptr(v)
+			}
 		}
 		if r.IntN(5) != 0 {
 			in.New = model.Ptr(w.value(false))
@@ -285,10 +294,19 @@ func (w *world) kvInput(kind opKind) model.Input {
 	panic("sim: kvInput of " + strconv.Itoa(int(kind)))
 }
 
-// noteKVDeadline remembers the deadline a key verb set, or read.
+// noteKVDeadline remembers the deadline a key verb set, or read, and the
+// value it wrote or read (for CAS's expected values).
 func (w *world) noteKVDeadline(in model.Input, out model.Output) {
 	if out.Err != model.ErrNone {
 		return
+	}
+	switch {
+	case in.Kind == model.Get:
+		w.seen[in.Key] = out.Value
+	case in.Kind == model.Set:
+		w.seen[in.Key] = in.Value
+	case in.Kind == model.CAS && out.OK && in.New != nil:
+		w.seen[in.Key] = *in.New
 	}
 	switch in.Kind {
 	case model.Set, model.IncrBy:

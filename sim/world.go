@@ -12,6 +12,7 @@ import (
 	"github.com/statekit/statekit/faults"
 	"github.com/statekit/statekit/internal/checks"
 	"github.com/statekit/statekit/linearizability"
+	"github.com/statekit/statekit/model"
 	"github.com/statekit/statekit/state"
 	"github.com/statekit/statekit/state/vfs"
 )
@@ -64,8 +65,9 @@ type world struct {
 	handles    int   // handles opened so far (newHandle)
 	lastDrop   int64 // the event of the last failed sync whose writes the disk dropped, or of the last WAL page of one it evicted (droppedSync); 0: none
 
-	keys   []string // the keys clients share (the counter key apart)
-	leases []string // the lease names
+	keys   []string               // the keys clients share (the counter key apart)
+	seen   map[string]model.Value // the value each shared key was last seen to hold, for CAS
+	leases []string               // the lease names
 	procs  []*process
 
 	nextClient     int
@@ -153,6 +155,7 @@ func newWorld(cfg Config) *world {
 		hash:        sha256.New(),
 		stats:       Stats{Faults: map[string]int{}},
 		recipes:     newRecipeState(cfg.Seed),
+		seen:        map[string]model.Value{},
 	}
 	w.m.SetDropFailedSyncs(cfg.DropFailedSyncs)
 	w.m.SetEvictFailedSyncs(cfg.EvictFailedSyncs)

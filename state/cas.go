@@ -114,8 +114,10 @@ func (db *DB) cas(ctx context.Context, now int64, key string, exp, nv *Value, tt
 		return db.bugCASIgnoresType(ctx, now, key, *exp, nv)
 	case nv == nil:
 		res, err = db.st.casDelete.ExecContext(ctx, key, exp.sqlArg(), exp.sqlType(), now)
-	case ttl > 0:
+	case ttl > 0 && !db.cfg.bugs.Has(bugs.CASTTLKeepsDeadline):
 		res, err = db.st.casSwapTTL.ExecContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now, now+ttl)
+	case ttl == 0 && db.cfg.bugs.Has(bugs.CASSwapClearsDeadline):
+		res, err = db.st.casSwapTTL.ExecContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now, nil)
 	default:
 		res, err = db.st.casSwap.ExecContext(ctx, key, exp.sqlArg(), nv.sqlArg(), exp.sqlType(), now)
 	}

@@ -126,6 +126,12 @@ const (
 	// ahead of the wall clock at open, a rate limiter places its decisions
 	// at times the engine never ran at.
 	NowReadsWall
+	// CASTTLKeepsDeadline makes a CAS with a TTL that swaps an existing
+	// value keep the key's old deadline instead of setting the new one.
+	CASTTLKeepsDeadline
+	// CASSwapClearsDeadline makes a CAS without a TTL that swaps a value
+	// clear the key's deadline instead of keeping it.
+	CASSwapClearsDeadline
 	lastBug
 )
 
@@ -160,6 +166,8 @@ var names = map[Bug]string{
 	DelCountsExpired:          "del-counts-expired",
 	ClaimBeforeLock:           "claim-before-lock",
 	NowReadsWall:              "now-reads-wall",
+	CASTTLKeepsDeadline:       "cas-ttl-keeps-deadline",
+	CASSwapClearsDeadline:     "cas-swap-clears-deadline",
 }
 
 // String returns the bug's pinned name, such as "lease-normal-sync".
