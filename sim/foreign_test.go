@@ -37,7 +37,7 @@ func TestForeignProgramChangesNothing(t *testing.T) {
 	var trace strings.Builder
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 	if testing.Short() {
-		seeds = []uint64{2, 4, 9, 10} // under the race detector: each event is reached in these too
+		seeds = []uint64{2, 4, 6, 10} // under the race detector: each event is reached in these too
 	}
 	for _, seed := range seeds {
 		cfg := foreignConfig(seed)
