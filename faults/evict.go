@@ -189,3 +189,19 @@ func (m *MemFS) forgetFailed() {
 	}
 	m.evicting = nil
 }
+
+// EvictFailedPages evicts, now, every page that failed syncs left in the
+// page cache, of every file, as the kernel may reclaim them at any moment:
+// reads see what the disk holds from then on. Tests use it to put a loss
+// exactly where they want it. Only with SetEvictFailedSyncs on does a
+// failed sync leave pages to evict.
+func (m *MemFS) EvictFailedPages() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ino := range m.evicting {
+		for len(ino.failed) > 0 {
+			m.evict(ino, 0)
+		}
+	}
+	m.pruneEvicting()
+}

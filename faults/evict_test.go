@@ -308,3 +308,14 @@ func TestEvictFailedSyncsOffKeepsThem(t *testing.T) {
 	require.NoError(t, f.Close())
 	assert.Equal(t, "BBB", pageStates(contents(t, m, 1, "db-wal")))
 }
+
+// TestEvictFailedPagesEvictsEveryOneNow: EvictFailedPages takes every
+// page a failed sync left in the cache back to the disk's bytes at once,
+// each told, the descriptor still open.
+func TestEvictFailedPagesEvictsEveryOneNow(t *testing.T) {
+	s := newEvictScene(t, 3)
+	s.m.EvictFailedPages()
+	require.Len(t, *s.told, newPages, "every failed page is evicted, and told")
+	assert.Equal(t, "aaaaaaaa00", pageStates(readAll(t, s.f)))
+	assert.Equal(t, int64(newPages), s.m.Stats().EvictedPages)
+}

@@ -31,7 +31,7 @@ func ExampleRun_plantedBug() {
 	fmt.Println(r.OK(), r.Checks())
 	fmt.Println(cfg.ReplayLine())
 	// Output:
-	// false [clock info]
+	// false [clock]
 	// statesim -seed 1 -bug no-hwm
 }
 

@@ -285,17 +285,52 @@ func (db *DB) repairPages(ctx context.Context, conn *sql.Conn) error {
 			// The whole WAL is in the file, and the write lock keeps it as
 			// it is: read which pages it names only now, once, not at
 			// every try a reader's snapshot stopped short.
-			pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
-			if err != nil || len(pages) == 0 {
-				return err
-			}
-			return db.forgetIfSyncFailed(conn, rewritePages(db.openPages, pages, size))
+			return db.forgetIfSyncFailed(conn, db.rewriteCopied(conn))
 		})
 		if err != nil || done || tries <= 1 {
 			return err
 		}
 		db.cfg.sleep(backfillPause)
 	}
+}
+
+// rewriteCopied rewrites the pages of the database file that the WAL
+// names, with their last frames (rewriteBackfilled), once a checkpoint
+// under the write lock on conn copied the whole WAL. A WAL that lost one
+// of those frames is a hole (holeError): the pages are left as they are.
+func (db *DB) rewriteCopied(conn *sql.Conn) error {
+	var hdr []byte
+	var done, mapped bool
+	err := conn.Raw(func(dc any) error {
+		v, region := indexRegion(dc)
+		if v == nil {
+			return nil
+		}
+		mapped = true
+		defer v.close()
+		hdr, _ = indexHeaderAt(region)
+		var err error
+		done, err = db.rewriteBackfilled(region)
+		return err
+	})
+	if err != nil || done {
+		return err
+	}
+	if !mapped {
+		// No index at hand (a driver without SQLite's handle): the pages
+		// as the file has them, as best it can.
+		pages, size, err := walPages(db.cfg.fs, db.path+walSuffix)
+		if err != nil || len(pages) == 0 {
+			return err
+		}
+		return rewritePages(db.openPages, pages, size)
+	}
+	if hdr != nil {
+		if brk, err := walBreak(db.cfg.fs, db.path+walSuffix, hdr); err != nil || brk != 0 {
+			return errors.Join(err, holeError(db.path+walSuffix, max(brk, 1), hdr))
+		}
+	}
+	return errors.New("the WAL index header changed under the write lock")
 }
 
 // backfillPause is how long repairPages waits between two tries.

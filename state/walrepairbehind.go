@@ -2,9 +2,6 @@ package state
 
 import (
 	"database/sql"
-	"encoding/binary"
-	"maps"
-	"slices"
 
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -26,9 +23,10 @@ import (
 // of any process runs meanwhile; theirs find it busy and copy nothing, as
 // beside another checkpoint) besides the write lock, reads the mark, and
 // rewrites in place, and syncs, the pages of the database file that the
-// frames up to the mark name. A page named there whose last frame lies past
-// the mark was not written by that checkpoint; it is rewritten with what
-// the file holds, which changes nothing.
+// frames up to the mark name, each with its last frame up to the mark,
+// which is what a checkpoint copied there (walpages.go). A page with a
+// frame past the mark was not written by that checkpoint, and is left to
+// the next, which writes it from its last frame.
 
 // walCkptLock is the shared-memory lock slot of the checkpointer
 // (WAL_CKPT_LOCK): a checkpoint writes the database file, and moves the
@@ -56,32 +54,9 @@ func (db *DB) repairBehindSnapshot(conn *sql.Conn) (bool, error) {
 			return nil
 		}
 		defer v.lock(walCkptLock, 1, sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE)
-		hdr, ok := indexHeaderAt(region)
-		if !ok {
-			return nil
-		}
-		backfill := binary.NativeEndian.Uint32(backfillAt(region))
-		named := map[uint32]bool{}
-		brk, err := walScan(db.cfg.fs, db.path+walSuffix, hdr, func(i uint32, frame []byte) {
-			if i <= backfill {
-				named[binary.BigEndian.Uint32(frame)] = true
-			}
-		})
-		if err != nil || (brk != 0 && brk <= backfill) {
-			return err
-		}
-		size := int(binary.NativeEndian.Uint16(hdr[shmPageSizeOffset:]))
-		if size == 1 {
-			size = 65536
-		}
-		pages := slices.Sorted(maps.Keys(named))
-		if len(pages) > 0 {
-			if err := rewritePages(db.openPages, pages, size); err != nil {
-				return err
-			}
-		}
-		repaired = true
-		return nil
+		var err error
+		repaired, err = db.rewriteBackfilled(region)
+		return err
 	})
 	return repaired, err
 }
