@@ -285,7 +285,7 @@ var canaries = []struct {
 	// A Flush with nothing buffered that returns before the errors
 	// background flushes kept: a background flush that dropped a key
 	// (bytes where increments go) followed by a Flush with nothing
-	// buffered, 30 of 200 default seeds (the README's table); with as
+	// buffered, 26 of 200 default seeds (the README's table); with as
 	// many goroutines as a process may have, more flushes run, and seeds
 	// 8, 10 and 18 of the 20 here catch it (when the key group came;
 	// 4, 7, 10 and 15 before).
@@ -378,12 +378,14 @@ var canaries = []struct {
 	// The recipes' planted bugs (package ratelimit, package cache): only
 	// the recipe checks see them, since the recipes' keys are not in the
 	// history.
-	// 81 of 200 default seeds (the README's table), seeds 2, 3, 11, 14,
-	// 17, 18, 19 and 20 of the 20 here (when the key group came; from
-	// seed 11 when sweep steps became a few rows, from seed 1 before).
+	// 83 of 200 default seeds (the README's table), seeds 3, 6, 11, 15
+	// and 16 of the 20 here (2, 3, 11, 14, 17, 18, 19 and 20 when the key
+	// group came; from seed 11 when sweep steps became a few rows, from
+	// seed 1 before).
 	{"limiter-two-steps", []string{sim.CheckRateLimit}, 20, nil},
-	// A fill's lease lost before its write: 27 of 200 default seeds (the
-	// README's table); 8 of seeds 1 to 50, from seed 6 (when the key group
+	// A fill's lease lost before its write: 14 of 200 default seeds (the
+	// README's table); 2 of seeds 1 to 50, 33 and 43, once Open's page
+	// repair read its pages from the WAL (8 from seed 6 when the key group
 	// came; 9 from seed 1 when sweep steps became a few rows; six from
 	// seed 15 at 866e727, eight from seed 17
 	// at d5e5b10 and 102562e, eleven from seed 10 at 46c9026, five from
@@ -391,7 +393,7 @@ var canaries = []struct {
 	// 50 seeds here: the first seed that catches it moves with the
 	// engine's schedule and the simulator's.
 	{"cache-writes-after-lost", []string{sim.CheckCache}, 50, nil},
-	// A loss found on a disk that kept the failed sync's writes: 17 of
+	// A loss found on a disk that kept the failed sync's writes: 14 of
 	// 200 default seeds (the README's table), 8 of 60 with as many
 	// goroutines as a process may have (readers hold checkpoints short)
 	// and more failed syncs, as here (seeds 2, 5, 9 and 17 of the 20 when
