@@ -172,8 +172,10 @@ FILE may instead be the URL of a store on a Redis server, as a program's
 state.Open takes it: redis://[user:password@]host:port/db?prefix=app:
 (also rediss:// and redis+cluster://). Every command works on it: the read
 commands only read, info shows the counts, check the stored encoding, and
-sweep deletes nothing, since Redis expires keys itself. Messages show the
-URL without its password.
+sweep deletes nothing, since Redis expires keys itself (so dump --all finds
+no expired keys). A server that cannot be reached is an error (exit 2),
+which run --wait does not wait out. Messages show the URL without its
+password.
 
 Exit status: 0 on success; 1 for not found, not swapped, nothing deleted and
 check findings; 2 for errors; 75 when run finds the lease held by another

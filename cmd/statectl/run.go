@@ -52,7 +52,9 @@ ttl and another owner took the lease), run says so on stderr and sends CMD
 SIGTERM; it then waits for CMD and exits 76, whatever CMD's status. It
 exits 76 too when CMD exits before a renewal noticed, but after the lease
 could have run out (run was paused or starved), and the release finds it
-lost.
+lost. So does a run whose renewals keep failing until the ttl has run out:
+on a file busy that long, or over a URL on a server that does not answer
+(a renewal waits for the server until the lease could have run out).
 Signals sent to run (HUP, INT, QUIT, TERM, USR1, USR2) are passed on to CMD;
 INT and QUIT typed at a terminal reach CMD from the terminal itself, so run
 does not pass those on a second time while its stdin is the terminal and it
@@ -269,7 +271,7 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 		case <-t.C:
 		}
 		start := time.Now()
-		err := db.Renew(ctx, l, ttl)
+		err := renew(ctx, db, path, l, ttl, ends)
 		switch {
 		case err == nil:
 			ends = start.Add(ttl)
@@ -285,6 +287,26 @@ func keep(ctx context.Context, a *app, db *state.DB, path string, l *state.Lease
 			a.errorf("%s: renewing lease %s failed, will retry: %s", shown(path), quote(l.Name), cause(db, err))
 		}
 	}
+}
+
+// renew renews l once, certainly held until ends. On a file the busy
+// timeout bounds a renewal (runBusyTimeout). Over a URL the renewal waits
+// for the server until ends, or a busy timeout when less is left: a server
+// that stopped answering (stopped, or cut off by the network) would
+// otherwise hold it for the client's read timeout, seconds past a short
+// ttl, while CMD ran on without the lease. Unanswered by then, the lease
+// may have run out, and keep tells CMD.
+func renew(ctx context.Context, db *state.DB, path string, l *state.Lease, ttl time.Duration, ends time.Time) error {
+	if isURL(path) {
+		deadline := time.Now().Add(runBusyTimeout(ttl))
+		if ends.After(deadline) {
+			deadline = ends
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	return db.Renew(ctx, l, ttl)
 }
 
 // release ends the lease, warning when it was lost meanwhile, and returns
