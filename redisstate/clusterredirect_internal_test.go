@@ -131,9 +131,11 @@ func TestClusterFlushKeepsADeltaARedirectRefused(t *testing.T) {
 // buffered increment's flush and a lease grant run once on the importing
 // master, sent there after ASKING, while the migration lasts (the lease
 // shares the key's hash tag, so its slot); the values
-// are there after it ends. An Update, which is run only on the master the
-// map names, fails with ErrUnavailable saying the slot is moving (before:
-// ErrBusy, "conflicted with other writers"). Before, every verb reloaded
+// are there after it ends. An Update, which is run only on the master that
+// owns the slot, waits for the migration to end, which this one never
+// does, and fails once the wait's bound (5 s) passed with ErrUnavailable
+// saying the slot is moving (before: ErrBusy, "conflicted with other
+// writers"). Before, every verb reloaded
 // the map (still naming the old master), was redirected eight times and
 // failed with the raw ASK, and the flush dropped its delta.
 func TestClusterVerbsFollowASKDuringAMigration(t *testing.T) {

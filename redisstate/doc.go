@@ -121,8 +121,15 @@
 // ASKING, to the importing master the reply names. A redirect still met
 // after 8 sends, and TRYAGAIN, mean nothing ran: state.ErrUnavailable
 // naming the slot, and a flush keeps those deltas. An Update runs only on
-// the master the map names: while its slot migrates it fails with
-// state.ErrUnavailable saying so.
+// the master that owns its slot, never after ASKING: while its slot
+// migrates (or the map is reloaded after MOVED), an attempt that meets a
+// redirect has applied nothing, and Update waits for the slot to settle,
+// attempt after attempt with pauses of 5 to 100 ms, then runs on the
+// slot's owner. It waits up to 5 s in all (the verbs' default busy
+// timeout, state.DefaultBusyTimeout; WithBusyTimeout does not change it)
+// or until its context ends, and then fails with state.ErrUnavailable
+// saying the slot was still migrating, or with the context's error; the
+// attempts a redirect stopped do not count among its 32.
 // Requires Redis 6.2 or later (SET ... PXAT, KEEPTTL).
 //
 // Deadlines are absolute times of the Redis server's clock: each script
@@ -248,7 +255,10 @@
 //
 // A server that cannot be reached, refuses the connection or the
 // credentials, or is loading gives state.ErrUnavailable: nothing was
-// applied. A connection that fails after a command that writes was sent
+// applied. Every error of a server names its address; in a cluster, the
+// master that replied or failed (host:port), not the URL's list of seeds,
+// which an error names only when no one master is concerned (the slot map
+// could not be loaded). A connection that fails after a command that writes was sent
 // gives state.ErrOutcomeUnknown: the script may or may not have run (it
 // runs whole or not at all). When the caller's context ends, the error
 // wraps the context's error (errors.Is(err, context.DeadlineExceeded)),
@@ -272,7 +282,22 @@
 // file's fields stay zero, Now and Wall are the server's time). Scan,
 // Leases, Stats and Check list keys with SCAN and then read them in pages:
 // like the file engine's Scan, none of them is a snapshot. In a cluster a
-// listing during a resharding may miss keys whose slot moved while it ran,
-// even keys nobody writes. A read a master refuses (CLUSTERDOWN, LOADING)
-// fails the listing with state.ErrUnavailable; only WRONGTYPE is damage.
+// listing sees every key that exists while it runs even when its slot
+// moves meanwhile: it asks every master for its slots (CLUSTER NODES, and
+// INFO commandstats for the keys MIGRATE brought it) before and after
+// SCANning them all, and lists each slot that migrated or changed owner in
+// between again on its own (CLUSTER GETKEYSINSLOT, on the slot's owners
+// first, then on the masters importing it), until a read finds the slot's
+// state unchanged around it. Keys that came to a master that gained no
+// slot, or a config epoch raised without a slot gained (a slot that moved
+// away and came back), make it SCAN again. A master the store's slot map
+// does not name yet (one just added to the cluster) is listed too. A slot
+// that keeps changing for 5 s fails the listing with state.ErrUnavailable
+// naming it, and so does a page whose key's slot keeps moving as it is
+// read. It costs a listing one more round trip to every master before its
+// SCANs and one after (about 1 ms on a local three-master cluster). A user
+// whose ACL refuses CLUSTER NODES lists with the SCANs alone, which may
+// miss a key whose slot moved while they ran. A read a master refuses
+// (CLUSTERDOWN, LOADING) fails the listing with state.ErrUnavailable; only
+// WRONGTYPE is damage.
 package redisstate

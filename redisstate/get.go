@@ -32,9 +32,10 @@ func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
 	rkey := s.keyOf(key)
 	var v state.Value
 	err := s.onOwner(ctx, rkey, func(c *redis.Client, asking bool) error {
+		addr := c.Options().Addr
 		if !asking {
 			var err error
-			v, err = s.getOnce(ctx, c, rkey)
+			v, err = s.getOnce(ctx, c, addr, rkey)
 			return err
 		}
 		conn := c.Conn()
@@ -43,11 +44,11 @@ func (s *store) Get(ctx context.Context, key string) (state.Value, error) {
 			if redirect(err) {
 				return err
 			}
-			return s.fail(ctx, err, reads)
+			return s.fail(ctx, on(addr, err), reads)
 		}
 		// ASKING holds through MULTI until its EXEC.
 		var err error
-		v, err = s.getOnce(ctx, conn, rkey)
+		v, err = s.getOnce(ctx, conn, addr, rkey)
 		return err
 	})
 	return v, err
@@ -58,10 +59,10 @@ type txPipeliner interface {
 	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }
 
-// getOnce runs Get's transaction once on c, the server that owns rkey (or
-// a connection to it). Its redirect errors (a cluster slot that moved)
-// are returned as they are.
-func (s *store) getOnce(ctx context.Context, c txPipeliner, rkey string) (state.Value, error) {
+// getOnce runs Get's transaction once on c, the server at addr that owns
+// rkey (or a connection to it). Its redirect errors (a cluster slot that
+// moved) are returned as they are.
+func (s *store) getOnce(ctx context.Context, c txPipeliner, addr, rkey string) (state.Value, error) {
 	old := s.noExpireTime.Load()
 	var (
 		tm  *redis.TimeCmd
@@ -82,7 +83,7 @@ func (s *store) getOnce(ctx context.Context, c txPipeliner, rkey string) (state.
 		err = queuedErr(err, tm, get, at)
 		if !old && unknownCommand(err) {
 			s.noExpireTime.Store(true) // before Redis 7: read PTTL
-			return s.getOnce(ctx, c, rkey)
+			return s.getOnce(ctx, c, addr, rkey)
 		}
 		if redirect(err) {
 			return state.Value{}, err
@@ -92,11 +93,11 @@ func (s *store) getOnce(ctx context.Context, c txPipeliner, rkey string) (state.
 			// MULTI, reads too; a script that only reads it runs.
 			return s.getByScript(ctx, rkey)
 		}
-		return state.Value{}, s.fail(ctx, err, reads)
+		return state.Value{}, s.fail(ctx, on(addr, err), reads)
 	}
 	t, err := tm.Result()
 	if err != nil {
-		return state.Value{}, s.fail(ctx, err, reads)
+		return state.Value{}, s.fail(ctx, on(addr, err), reads)
 	}
 	now := t.UnixMilli()
 	s.clock.observe(now)
@@ -106,11 +107,11 @@ func (s *store) getOnce(ctx context.Context, c txPipeliner, rkey string) (state.
 		return state.Value{}, state.ErrNotFound
 	}
 	if err != nil {
-		return state.Value{}, s.fail(ctx, err, reads)
+		return state.Value{}, s.fail(ctx, on(addr, err), reads)
 	}
 	ms, err := at.Int64()
 	if err != nil {
-		return state.Value{}, s.fail(ctx, err, reads)
+		return state.Value{}, s.fail(ctx, on(addr, err), reads)
 	}
 	if ms >= 0 {
 		deadline := ms

@@ -88,12 +88,12 @@ func (s *store) checkDurable(ctx context.Context, lease bool) (uint64, error) {
 			got, err := c.ConfigGet(ctx, pattern).Result()
 			if err != nil {
 				var rerr redis.Error
-				if errors.As(err, &rerr) && !isNetError(err) && configRefused(s.replyError(err)) {
+				if errors.As(err, &rerr) && !isNetError(err) && configRefused(s.replyError(addr, err)) {
 					problem(fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
 						state.ErrNotDurable, addr, err, d.optOut))
 					return nil
 				}
-				return err
+				return on(addr, err)
 			}
 			maps.Copy(cfg, got)
 		}
@@ -299,7 +299,7 @@ func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64)
 			if redirect(err) {
 				return err
 			}
-			return s.fail(ctx, err, writes)
+			return s.fail(ctx, on(c.Options().Addr, err), writes)
 		}
 		r = reply(res)
 		s.clock.observe(r.now())
@@ -307,7 +307,7 @@ func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64)
 		if code, _ := r.int(0); code != codeOK {
 			return nil
 		}
-		if err := s.waitReplicas(ctx, conn); err != nil {
+		if err := s.waitReplicas(ctx, conn, c.Options().Addr); err != nil {
 			token, _ := r.str(1)
 			return fmt.Errorf("lease granted with token %s on the master, but: %w", token, err)
 		}
@@ -319,10 +319,10 @@ func (s *store) leaseAndWait(ctx context.Context, name, owner string, ttl int64)
 	return r, nil
 }
 
-// waitReplicas sends WAIT on conn, after a grant, and returns an error
-// wrapping ErrOutcomeUnknown unless wait_replicas replicas acknowledged
-// the connection's writes in time.
-func (s *store) waitReplicas(ctx context.Context, conn *redis.Conn) error {
+// waitReplicas sends WAIT on conn, a connection to the master at addr,
+// after a grant, and returns an error wrapping ErrOutcomeUnknown unless
+// wait_replicas replicas acknowledged the connection's writes in time.
+func (s *store) waitReplicas(ctx context.Context, conn *redis.Conn, addr string) error {
 	timeout := waitTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl)-10*time.Millisecond)
@@ -330,11 +330,11 @@ func (s *store) waitReplicas(ctx context.Context, conn *redis.Conn) error {
 	ms := max(timeout.Milliseconds(), 1)
 	n, err := conn.Do(ctx, "WAIT", s.cfg.waitReplicas, ms).Int64()
 	if err != nil {
-		return s.fail(ctx, err, writes)
+		return s.fail(ctx, on(addr, err), writes)
 	}
 	if n < int64(s.cfg.waitReplicas) {
-		return fmt.Errorf("%w: only %d of the %d replicas asked for (wait_replicas) acknowledged it within %v: a failover now could hand the token out again (a retry by the same owner is safe)",
-			state.ErrOutcomeUnknown, n, s.cfg.waitReplicas, time.Duration(ms)*time.Millisecond)
+		return fmt.Errorf("%w: only %d of the %d replicas asked for (wait_replicas) of redis at %s acknowledged it within %v: a failover now could hand the token out again (a retry by the same owner is safe)",
+			state.ErrOutcomeUnknown, n, s.cfg.waitReplicas, addr, time.Duration(ms)*time.Millisecond)
 	}
 	return nil
 }

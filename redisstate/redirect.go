@@ -47,9 +47,10 @@ func (s *store) masterAt(ctx context.Context, addr string) *redis.Client {
 // redirects, and refuses with TRYAGAIN a command of several keys that an
 // importing master does not hold all of, so op runs at most once.
 //
-// op returns its errors classified (s.fail), except a redirect reply,
-// which it returns as it is; a redirect still met after the last send is
-// returned classified (ErrUnavailable: nothing was applied).
+// op returns its errors classified (s.fail, naming c's address: on),
+// except a redirect reply, which it returns as it is; a redirect still met
+// after the last send is returned classified (ErrUnavailable: nothing was
+// applied), naming the master that sent it.
 func (s *store) onOwner(ctx context.Context, key string, op func(c *redis.Client, asking bool) error) error {
 	var target *redis.Client // the master an ASK named, for the next send
 	for try := 1; ; try++ {
@@ -65,6 +66,7 @@ func (s *store) onOwner(ctx context.Context, key string, op func(c *redis.Client
 		if err == nil || !redirect(err) {
 			return err
 		}
+		err = on(c.Options().Addr, err) // the master that redirected it
 		if s.cluster == nil || try >= redirectTries {
 			return s.fail(ctx, err, reads)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,8 +18,9 @@ import (
 // trip once they have listed them.
 const scanPage = 256
 
-// list returns every Redis key that starts with prefix, on every master,
-// without repeats, sorted by bytes.
+// list returns every Redis key that starts with prefix, on the server or
+// on every master of a cluster (listCluster), without repeats, sorted by
+// bytes.
 func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
@@ -29,36 +29,25 @@ func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
 		return nil, fmt.Errorf("statekit: %w", err)
 	}
 	match := redisurl.GlobEscape(prefix) + "*"
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	scan := func(ctx context.Context, c *redis.Client) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for _, k := range keys {
-				if strings.HasPrefix(k, prefix) {
-					seen[k] = true
-				}
-			}
-			mu.Unlock()
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	}
-	var err error
 	if s.cluster != nil {
-		err = s.cluster.ForEachMaster(ctx, scan)
-	} else {
-		err = scan(ctx, s.single)
+		return s.listCluster(ctx, prefix, match)
 	}
-	if err != nil {
-		return nil, s.fail(ctx, err, reads)
+	seen := map[string]bool{}
+	var cursor uint64
+	for {
+		keys, next, err := s.single.Scan(ctx, cursor, match, 1000).Result()
+		if err != nil {
+			return nil, s.fail(ctx, err, reads)
+		}
+		for _, k := range keys {
+			if strings.HasPrefix(k, prefix) {
+				seen[k] = true
+			}
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
 	}
 	out := make([]string, 0, len(seen))
 	for k := range seen {
@@ -70,13 +59,84 @@ func (s *store) list(ctx context.Context, prefix string) ([]string, error) {
 
 // serverNow reads the server's TIME (in a cluster, any master's).
 func (s *store) serverNow(ctx context.Context) (int64, error) {
-	t, err := s.uc.Time(ctx).Result()
+	ctx, rep := withReplies(ctx)
+	cmd := s.uc.Time(ctx)
+	t, err := cmd.Result()
 	if err != nil {
-		return 0, s.fail(ctx, err, reads)
+		return 0, s.fail(ctx, rep.on(cmd, err), reads)
 	}
 	ms := t.UnixMilli()
 	s.clock.observe(ms)
 	return ms, nil
+}
+
+// pipelined returns readKeys' commands in the order they were sent (before
+// and after are nil in a cluster).
+func pipelined(before *redis.TimeCmd, gets []*redis.StringCmd, ats []*redis.Cmd, after *redis.TimeCmd) []redis.Cmder {
+	out := make([]redis.Cmder, 0, 2*len(gets)+2)
+	if before != nil {
+		out = append(out, before)
+	}
+	for i := range gets {
+		out = append(out, gets[i], ats[i])
+	}
+	if after != nil {
+		out = append(out, after)
+	}
+	return out
+}
+
+// cmders returns cmds as redis.Cmders.
+func cmders[C redis.Cmder](cmds []C) []redis.Cmder {
+	out := make([]redis.Cmder, len(cmds))
+	for i, c := range cmds {
+		out[i] = c
+	}
+	return out
+}
+
+// pageMoved is the error of a page of a listing that a cluster redirect
+// stopped: a key's slot moved again while go-redis followed it (it
+// follows a few redirects of a pipeline's command itself). cause is the
+// redirect, classified (ErrUnavailable).
+type pageMoved struct{ cause error }
+
+func (p *pageMoved) Error() string { return p.cause.Error() }
+func (p *pageMoved) Unwrap() error { return p.cause }
+
+// pageErr classifies err, a read's error in a page of a listing: a
+// redirect is a *pageMoved, which onSettled reads again.
+func (s *store) pageErr(ctx context.Context, err error) error {
+	if s.cluster != nil && redirect(err) {
+		return &pageMoved{cause: s.fail(ctx, err, reads)}
+	}
+	return s.fail(ctx, err, reads)
+}
+
+// onSettled runs read, a page of a listing, and again, after a pause,
+// while a cluster redirect stops it (*pageMoved: a slot of its keys moving
+// between masters faster than go-redis followed it), for up to the
+// store's migrationWait; then the redirect's error (ErrUnavailable).
+func onSettled[T any](ctx context.Context, s *store, read func() (T, int64, error)) (T, int64, error) {
+	var deadline time.Time
+	for try := 0; ; try++ {
+		page, now, err := read()
+		var pm *pageMoved
+		if !errors.As(err, &pm) {
+			return page, now, err
+		}
+		if try == 0 {
+			deadline = time.Now().Add(s.migrationWait)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return page, 0, pm.cause
+		}
+		pause := min(slotPauseMax, slotPauseMin<<min(try, 5), left)
+		if err := s.pause(ctx, pause); err != nil {
+			return page, 0, fmt.Errorf("statekit: %w", err)
+		}
+	}
 }
 
 // rawKey is one key as a page read it.
@@ -94,14 +154,20 @@ func wrongType(err error) bool {
 	return !isNetError(err) && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
-// readKeys reads the values and deadlines of Redis keys (all under prefix+"k:")
+// readKeys is readKeysOnce, run again while the slot of a key it reads
+// keeps moving (onSettled).
+func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
+	return onSettled(ctx, s, func() ([]rawKey, int64, error) { return s.readKeysOnce(ctx, rkeys) })
+}
+
+// readKeysOnce reads the values and deadlines of Redis keys (all under prefix+"k:")
 // and the server time they are live at; keys gone since the listing are
 // left out. The time is read after the keys, in the same pipeline (so on
 // the same server): a key Redis expired before its read had expired by
 // then too, and one read present but with its deadline at or before then
 // is left out, so every key reported was live at the time returned, as a
 // page of the file engine's Scan is at its now.
-func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
+func (s *store) readKeysOnce(ctx context.Context, rkeys []string) ([]rawKey, int64, error) {
 	if len(rkeys) == 0 {
 		now, err := s.serverNow(ctx)
 		return nil, now, err
@@ -114,6 +180,7 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 	// of them before and after it.
 	var before, after *redis.TimeCmd
 	var start, now int64
+	ctx, rep := withReplies(ctx) // which master failed a read (replied.go)
 	if s.cluster != nil {
 		var err error
 		if start, err = s.serverNow(ctx); err != nil {
@@ -138,7 +205,7 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) && isNetError(err) {
-		return nil, 0, s.fail(ctx, err, reads)
+		return nil, 0, s.fail(ctx, rep.first(err, pipelined(before, gets, ats, after)...), reads)
 	}
 	if s.cluster != nil {
 		if now, err = s.serverNow(ctx); err != nil {
@@ -163,15 +230,15 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 		if gerr != nil && !wrongType(gerr) {
 			// Only WRONGTYPE is a damaged key; any other reply
 			// (CLUSTERDOWN, LOADING, ...) fails the listing.
-			return nil, 0, s.fail(ctx, gerr, reads)
+			return nil, 0, s.pageErr(ctx, rep.on(gets[i], gerr))
 		}
 		at, terr := ats[i].Int64()
 		if !old && unknownCommand(terr) {
 			s.noExpireTime.Store(true) // before Redis 7: read PTTL
-			return s.readKeys(ctx, rkeys)
+			return s.readKeysOnce(ctx, rkeys)
 		}
 		if terr != nil && gerr == nil {
-			return nil, 0, s.fail(ctx, terr, reads)
+			return nil, 0, s.pageErr(ctx, rep.on(ats[i], terr))
 		}
 		if gerr == nil && terr == nil && at == -2 {
 			// The key was there for GET and gone for PEXPIRETIME (or
@@ -200,11 +267,11 @@ func (s *store) readKeys(ctx context.Context, rkeys []string) ([]rawKey, int64, 
 // Scan calls fn for each live key that starts with prefix, in byte order.
 // Redis deletes expired keys itself, so includeExpired finds none.
 //
-// In a cluster the keys are listed by SCAN on every master at once, then
-// read: a listing during a resharding may miss keys whose slot moved while
-// it ran, even keys nobody writes (SCAN on the old master after they left
-// it, on the new one before they came). Leases, Stats and Check list the
-// same way. A master that answers a key's read with an error other than
+// In a cluster the keys are listed by SCAN on every master at once, and
+// the slots that moved meanwhile again on their own (listCluster), then
+// read, page by page (a page a redirect stopped is read again while its
+// slot settles: onSettled). Leases, Stats and Check list the same way. A
+// master that answers a key's read with an error other than
 // WRONGTYPE (CLUSTERDOWN, LOADING, ...) fails the listing with that error
 // classified (ErrUnavailable); only WRONGTYPE is reported as damage.
 func (s *store) Scan(ctx context.Context, prefix string, includeExpired bool, fn func(state.KeyInfo) error) error {
@@ -246,15 +313,22 @@ type rawLease struct {
 	err                   error
 }
 
-// readLeases reads the fields of lease hashes and the server time. A hash
-// of another type (WRONGTYPE) is passed on in its rawLease; any other
-// error fails the read.
+// readLeases is readLeasesOnce, run again while the slot of a lease it
+// reads keeps moving (onSettled).
 func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int64, error) {
+	return onSettled(ctx, s, func() ([]rawLease, int64, error) { return s.readLeasesOnce(ctx, rkeys) })
+}
+
+// readLeasesOnce reads the fields of lease hashes and the server time. A
+// hash of another type (WRONGTYPE) is passed on in its rawLease; any other
+// error fails the read.
+func (s *store) readLeasesOnce(ctx context.Context, rkeys []string) ([]rawLease, int64, error) {
 	now, err := s.serverNow(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
 	cmds := make([]*redis.SliceCmd, len(rkeys))
+	ctx, rep := withReplies(ctx) // which master failed a read (replied.go)
 	_, err = s.uc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range rkeys {
 			cmds[i] = p.HMGet(ctx, k, "owner", "token", "expires")
@@ -262,7 +336,7 @@ func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int
 		return nil
 	})
 	if err != nil && isNetError(err) {
-		return nil, 0, s.fail(ctx, err, reads)
+		return nil, 0, s.fail(ctx, rep.first(err, cmders(cmds)...), reads)
 	}
 	base := len(s.cfg.prefix) + len("lease:")
 	out := make([]rawLease, 0, len(rkeys))
@@ -275,7 +349,7 @@ func (s *store) readLeases(ctx context.Context, rkeys []string) ([]rawLease, int
 			}
 			r.owner, r.token, r.expires = f[0], f[1], f[2]
 		} else if !wrongType(err) {
-			return nil, 0, s.fail(ctx, err, reads) // not a damaged lease: CLUSTERDOWN, LOADING, ...
+			return nil, 0, s.pageErr(ctx, rep.on(cmds[i], err)) // not a damaged lease: CLUSTERDOWN, LOADING, ...
 		}
 		out = append(out, r)
 	}

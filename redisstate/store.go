@@ -51,8 +51,21 @@ type store struct {
 	// move a slot meanwhile.
 	pause func(ctx context.Context, d time.Duration) error
 
+	// migrationWait bounds how long an Update waits for its cluster
+	// slot to finish moving between masters (defaultMigrationWait;
+	// tests shorten it).
+	migrationWait time.Duration
+
 	closeOnce sync.Once
 	closeErr  error
+
+	nodes nodes // a cluster's masters' clients (nodes.go)
+
+	// scanning, when set (by tests), is called as a listing starts to
+	// read the keys of the cluster master at addr (its SCAN, or one
+	// slot's keys: reshard.go), and what it returns once that read (or
+	// the slot's reads) ended: a test moves a slot between two reads.
+	scanning func(addr string) (done func())
 }
 
 // open opens the store a URL names and checks that its server answers.
@@ -61,11 +74,12 @@ func open(raw string, o backend.Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg, pause: sleep, syncFull: o.SyncFull}
+	s := &store{cfg: cfg, pause: sleep, syncFull: o.SyncFull, migrationWait: defaultMigrationWait}
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted
 		cfg.cluster.Dialer = checkingDialer(redis.NewDialer(&redis.Options{DialTimeout: cfg.cluster.DialTimeout, TLSConfig: cfg.cluster.TLSConfig}))
+		cfg.cluster.NewClient = s.nodes.newClient // errors name the master that gave them (replied.go)
 		s.cluster = redis.NewClusterClient(cfg.cluster)
 		s.uc = s.cluster
 	} else {
@@ -95,7 +109,7 @@ func (s *store) ping(ctx context.Context) error {
 	}
 	if s.cluster != nil {
 		err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return c.Ping(ctx).Err()
+			return on(c.Options().Addr, c.Ping(ctx).Err())
 		})
 		if err != nil {
 			return fail(err)
@@ -126,9 +140,14 @@ func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
 }
 
 // redirectTries bounds how often a command is sent in all while cluster
-// redirects (MOVED, ASK) send it elsewhere (onOwner), and how many
-// attempts in a row of an Update a redirect may stop.
+// redirects (MOVED, ASK) send it elsewhere (onOwner).
 const redirectTries = 8
+
+// defaultMigrationWait bounds how long an Update whose cluster slot is
+// moving between masters waits for the move to end (Update): the verbs'
+// default busy timeout, which bounds a file's verbs' waits for another
+// connection's lock.
+const defaultMigrationWait = state.DefaultBusyTimeout
 
 // run runs a script on the server that owns keys[0], following the
 // cluster's redirects (onOwner), and returns its reply with the server
@@ -157,7 +176,7 @@ func (s *store) run(ctx context.Context, sc script, eff effect, keys []string, a
 			if redirect(err) {
 				return err
 			}
-			return s.fail(ctx, err, eff)
+			return s.fail(ctx, on(c.Options().Addr, err), eff)
 		}
 		r = reply(res)
 		return nil
@@ -389,6 +408,7 @@ func (s *store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.closeErr = s.uc.Close()
+		s.nodes.close()
 	})
 	return s.closeErr
 }

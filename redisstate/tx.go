@@ -27,9 +27,14 @@ var errRetry = errors.New("statekit: retry the transaction")
 
 // redirected is errRetry for an attempt a cluster redirect (MOVED, ASK)
 // stopped before anything was applied: cause is the redirect, classified
-// (ErrUnavailable), which Update returns once redirectTries attempts in a
-// row met one.
-type redirected struct{ cause error }
+// (ErrUnavailable), ask whether it was ASK (the slot is migrating), slot
+// the transaction's slot. Update waits for the slot to settle and runs the
+// transaction again, up to the store's migrationWait (waitForSlot).
+type redirected struct {
+	cause error
+	ask   bool
+	slot  int
+}
 
 func (r *redirected) Error() string {
 	return "statekit: the transaction met a cluster redirect: " + r.cause.Error()
@@ -47,19 +52,25 @@ var errRetryNow = fmt.Errorf("%w: its answers hold at no single server time", er
 // EXEC does nothing and fn runs again, up to txAttempts times; so does an
 // attempt whose answers no single server time explains (see tx.now).
 //
+// In a cluster, an attempt that met a redirect (its slot migrating, ASK,
+// or owned by another master than the map says, MOVED) applied nothing,
+// and does not count among the txAttempts: Update waits for the slot to
+// settle and runs it again on the master that owns the slot then, for up
+// to the store's migrationWait in all (waitForSlot).
+//
 // The server time the last attempt's answers hold at (its final now) is
 // told to ctx's observer (hooks.NoteNow) once, when that attempt commits
 // or fn fails, never for an attempt that is run again.
 func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 	var ahead []string // keys the attempts so far read, read first on the next (txprefetch.go)
 	forTime := 0       // attempts started over for their time, not for another writer
-	redirects := 0     // attempts in a row a cluster redirect stopped
-	for attempt := 1; ; attempt++ {
+	var moving slotWait
+	for attempt := 1; ; {
 		if s.closed.Load() {
 			return state.ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("statekit: %w", err)
+			return fmt.Errorf("statekit: %w%s", err, moving.during())
 		}
 		err := s.attempt(ctx, fn, &ahead)
 		if !errors.Is(err, errRetry) {
@@ -67,16 +78,10 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		}
 		var rd *redirected
 		if errors.As(err, &rd) {
-			redirects++
-			if redirects == redirectTries {
-				// The transaction's connection stays on the master the
-				// map names: it does not follow ASK (a slot migrating
-				// key by key) to the importing master.
-				return fmt.Errorf("%w: %d attempts in a row met a cluster redirect: the transaction's slot is moving between masters, and a transaction is run only on the master the slot map names; nothing was applied: %w",
-					state.ErrUnavailable, redirects, rd.cause)
+			if err := s.waitForSlot(ctx, &moving, rd); err != nil {
+				return err
 			}
-		} else {
-			redirects = 0
+			continue
 		}
 		if errors.Is(err, errRetryNow) {
 			forTime++
@@ -84,15 +89,76 @@ func (s *store) Update(ctx context.Context, fn func(tx any) error) error {
 		if attempt == txAttempts {
 			return txGaveUp(forTime)
 		}
+		attempt++
 		if errors.Is(err, errRetryNow) {
 			continue
 		}
-		pause := min(txBackoffMax, txBackoffMin<<min(attempt, 6))
+		pause := min(txBackoffMax, txBackoffMin<<min(attempt-1, 6))
 		pause = pause/2 + rand.N(pause/2+1)
 		if err := s.pause(ctx, pause); err != nil {
 			return fmt.Errorf("statekit: %w", err)
 		}
 	}
+}
+
+// The pauses of an Update waiting for its cluster slot to settle: from
+// slotPauseMin, doubling, to slotPauseMax, jittered. A slot moves in
+// milliseconds to seconds (its keys are migrated one batch at a time),
+// and each pause ends with one attempt, whose first round trip (reading
+// the keys the attempt before it read, txprefetch.go) meets the redirect
+// again, before the callback runs, while the slot still moves.
+const (
+	slotPauseMin = 5 * time.Millisecond
+	slotPauseMax = 100 * time.Millisecond
+)
+
+// slotWait is an Update's wait for its slot to settle.
+type slotWait struct {
+	since  time.Time // the end of the first attempt a redirect stopped; zero for none yet
+	pauses int
+	slot   int
+}
+
+// during says, for an error of an Update that was waiting for its slot,
+// what it was waiting for; "" when it was not.
+func (w *slotWait) during() string {
+	if w.since.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" (the transaction had waited %v for cluster slot %d to finish moving between masters)",
+		time.Since(w.since).Round(time.Millisecond), w.slot)
+}
+
+// waitForSlot pauses an Update whose attempt a cluster redirect (rd)
+// stopped, before its next attempt: the transaction runs only on the
+// master that owns its slot (its connection never follows ASK, so its
+// writes never go to a master the slot is still moving to, and a redirect
+// means nothing of the attempt was applied), so it waits for the slot to
+// settle. It returns nil to run the next attempt; the context's error
+// when ctx ends first; ErrUnavailable saying the slot is still moving once
+// the store's migrationWait has passed since the first redirect.
+func (s *store) waitForSlot(ctx context.Context, w *slotWait, rd *redirected) error {
+	if w.since.IsZero() {
+		w.since = time.Now()
+	}
+	w.slot = rd.slot
+	waited := time.Since(w.since)
+	if waited >= s.migrationWait {
+		what := fmt.Sprintf("cluster slot %d was still migrating (its master answered ASK)", rd.slot)
+		if !rd.ask {
+			what = fmt.Sprintf("cluster slot %d kept being redirected (MOVED: the masters' slot maps did not settle)", rd.slot)
+		}
+		return fmt.Errorf("%w: %s after the transaction waited %v for it: the slot is moving between masters, and a transaction runs only on the master that owns its slot, so it waits up to %v for a move to end; nothing was applied: %w",
+			state.ErrUnavailable, what, waited.Round(time.Millisecond), s.migrationWait, rd.cause)
+	}
+	pause := min(slotPauseMax, slotPauseMin<<min(w.pauses, 5))
+	w.pauses++
+	pause = pause/2 + rand.N(pause/2+1)
+	pause = min(pause, s.migrationWait-waited)
+	if err := s.pause(ctx, pause); err != nil {
+		return fmt.Errorf("statekit: %w%s", err, w.during())
+	}
+	return nil
 }
 
 // txGaveUp is Update's error after txAttempts attempts, forTime of them
@@ -184,6 +250,7 @@ type tx struct {
 	s      *store
 	ctx    context.Context
 	conn   *redis.Conn // taken at the first verb, from the server (or master) of its key
+	addr   string      // conn's server, host:port, for errors
 	slot   int         // in a cluster: the slot every key must share; -1 before the first
 	first  string      // the first key or lease name, for the cross-slot error
 	now    int64       // the transaction's server time, ms; 0 until known
@@ -318,7 +385,7 @@ func (t *tx) bind(rkey, name string) error {
 	if err != nil {
 		return t.fail(t.s.fail(t.ctx, err, reads))
 	}
-	t.conn = c.Conn()
+	t.conn, t.addr = c.Conn(), c.Options().Addr
 	return nil
 }
 
@@ -330,7 +397,7 @@ func (t *tx) ensureNow() error {
 	}
 	tm, err := t.conn.Time(t.ctx).Result()
 	if err != nil {
-		return t.fail(t.s.fail(t.ctx, err, reads))
+		return t.fail(t.s.fail(t.ctx, on(t.addr, err), reads))
 	}
 	t.now = tm.UnixMilli()
 	t.s.clock.observe(t.now)
@@ -395,11 +462,23 @@ func (t *tx) saw(at int64, absent bool) error {
 
 // cmdErr handles the error of a command sent inside the transaction.
 func (t *tx) cmdErr(err error) error {
+	err = on(t.addr, err)
 	if t.s.cluster != nil && redirect(err) {
-		t.s.cluster.ReloadState(t.ctx)
-		return t.fail(&redirected{cause: t.s.fail(t.ctx, err, reads)})
+		return t.fail(t.redirected(err))
 	}
 	return t.fail(t.s.fail(t.ctx, err, reads))
+}
+
+// redirected is the attempt's error for err, a cluster redirect its
+// master answered. After MOVED the slot map is reloaded, so the next
+// attempt binds to the master that owns the slot now; ASK leaves it as it
+// is: the slot is migrating, and the master the map names still owns it.
+func (t *tx) redirected(err error) *redirected {
+	_, ask := askAddr(err)
+	if !ask {
+		t.s.cluster.ReloadState(t.ctx)
+	}
+	return &redirected{cause: t.s.fail(t.ctx, err, reads), ask: ask, slot: t.slot}
 }
 
 // key returns the state of key, read (and WATCHed) unless read is false
@@ -596,9 +675,11 @@ func (t *tx) commit() error {
 	if isConflict(err) {
 		return errRetry
 	}
+	if err != nil {
+		err = on(t.addr, err)
+	}
 	if err != nil && t.s.cluster != nil && redirect(err) {
-		t.s.cluster.ReloadState(t.ctx)
-		return &redirected{cause: t.s.fail(t.ctx, err, reads)}
+		return t.redirected(err) // EXEC redirected, or refused for a command it redirected: nothing applied
 	}
 	if err != nil {
 		err = t.s.fail(t.ctx, err, writes)
@@ -608,7 +689,7 @@ func (t *tx) commit() error {
 		return err
 	}
 	if t.granted && t.s.cfg.waitReplicas > 0 {
-		if err := t.s.waitReplicas(t.ctx, t.conn); err != nil {
+		if err := t.s.waitReplicas(t.ctx, t.conn, t.addr); err != nil {
 			return fmt.Errorf("the transaction committed a lease grant, but: %w", err)
 		}
 	}
