@@ -132,7 +132,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 				db.ckptFailed.Store(&err)
 			}
 			if failedSync {
-				db.forgetIndex(c.conn) // pages the sync took back (indexforget.go)
+				db.forgetCheckpoint(c.conn) // pages the sync took back (indexforget.go, backfillrewind.go)
 			}
 			if fatal(err) {
 				db.lock()
@@ -160,7 +160,7 @@ func (c *checkpointer) checkpoint(db *DB) {
 	frames, copied, err := c.runLast(db)
 	if err != nil {
 		if syncFailed(err) {
-			db.forgetIndex(c.conn)
+			db.forgetCheckpoint(c.conn)
 		}
 		if fatal(err) {
 			db.note(fmt.Errorf("checkpoint: %w", db.explain(c.conn, err)))
@@ -283,7 +283,7 @@ func (db *DB) checkpointNow(ctx context.Context) {
 	var busy, frames, copied int64
 	err := db.conn.QueryRowContext(context.WithoutCancel(ctx), checkpointSQL).Scan(&busy, &frames, &copied)
 	if syncFailed(err) {
-		db.forgetIndex(db.conn)
+		db.forgetCheckpoint(db.conn)
 	}
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil && fatal(err) {
 		db.note(fmt.Errorf("checkpoint: %w", err))
@@ -307,7 +307,7 @@ func (db *DB) checkpointAtOpen(ctx context.Context) error {
 		err = nil
 	}
 	if syncFailed(err) {
-		db.forgetIndex(db.conn)
+		db.forgetCheckpoint(db.conn)
 	}
 	return roomRefusedOn(db.conn, err)
 }

@@ -170,7 +170,7 @@ func (db *DB) makeRoom(ctx context.Context) bool {
 		return db.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
 	})
 	if syncFailed(err) {
-		db.forgetIndex(db.conn)
+		db.forgetCheckpoint(db.conn)
 	}
 	if err = classify(ctx, roomRefusedOn(db.conn, err)); err != nil {
 		db.note(fmt.Errorf("checkpoint: %w", err))

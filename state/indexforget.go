@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 	"unsafe"
 
 	sqlite3 "modernc.org/sqlite/lib"
@@ -82,24 +81,11 @@ func (db *DB) forgetIndex(conn *sql.Conn) {
 			return nil
 		}
 		markUninitialised(region)
-		var slept time.Duration
-		for try := 0; ; try++ {
-			switch v.lock(walWriteLock, 1, sqlite3.SQLITE_SHM_LOCK|sqlite3.SQLITE_SHM_EXCLUSIVE) {
-			case sqlite3.SQLITE_OK:
-				markUninitialised(region)
-				v.lock(walWriteLock, 1, sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE)
-				return nil
-			case sqlite3.SQLITE_BUSY:
-				if slept >= db.cfg.busyTimeout {
-					return nil
-				}
-				d := busyDelays[min(try, len(busyDelays)-1)]
-				db.cfg.sleepStop(d, nil)
-				slept += d
-			default:
-				return nil
-			}
+		if db.lockSlot(v, walWriteLock) {
+			markUninitialised(region)
+			v.lock(walWriteLock, 1, sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE)
 		}
+		return nil
 	})
 }
 
@@ -116,13 +102,16 @@ func syncFailed(err error) bool {
 	return sqliteExtendedCode(err) == sqliteIOErrFsync || errors.As(err, new(*syncFailure))
 }
 
-// forgetIfSyncFailed returns err, having marked the shared index for
-// rebuilding (see above) when err is a failed sync: conn holds the write
-// lock (DB.locked), so no writer changes the header meanwhile.
+// forgetIfSyncFailed returns err, having moved the backfill mark back
+// (rewindBackfill) when err is a failed sync, and then marked the shared
+// index for rebuilding (see above) if the sync took writes back: conn
+// holds the write lock (DB.locked), so no writer changes the header
+// meanwhile.
 func (db *DB) forgetIfSyncFailed(conn *sql.Conn, err error) error {
 	if db.cfg.keepIndex || db.lockless || !syncFailed(err) {
 		return err
 	}
+	db.rewindBackfill(conn) // the sync may have been the database file's (backfillrewind.go)
 	_ = conn.Raw(func(dc any) error {
 		if v, region := indexRegion(dc); v != nil {
 			if db.lostWrites(region) {
