@@ -177,6 +177,37 @@ func TestClusterUpdateWaitsForItsSlotUpToABound(t *testing.T) {
 	assert.Equal(t, "i:1", tc.cmd(to, "GET", rkey), "nothing applied")
 }
 
+// TestClusterUpdateWaitsForItsSlotAsLongAsTheBusyTimeout: the bound on an
+// Update's wait for its migrating slot is the handle's WithBusyTimeout,
+// passed from state.Open through the backend's options; zero never waits.
+// Before, the wait was a fixed 5 s whatever the option said.
+func TestClusterUpdateWaitsForItsSlotAsLongAsTheBusyTimeout(t *testing.T) {
+	tc := newTestCluster(t, "w:")
+	ctx := tc.ctx
+	rkey := tc.s.keyOf("{w}x")
+	_, to := tc.migratingKey("{w}x")
+	for _, bound := range []time.Duration{0, 300 * time.Millisecond} {
+		db, err := state.Open(tc.c.URL("w:"), state.WithoutBackground(), state.WithBusyTimeout(bound))
+		require.NoError(t, err)
+		runs := 0
+		start := time.Now()
+		err = db.Update(ctx, func(x *state.Tx) error {
+			runs++
+			_, err := x.Incr("{w}x")
+			return err
+		})
+		took := time.Since(start)
+		require.ErrorIs(t, err, state.ErrUnavailable, "busy timeout %v", bound)
+		assert.Contains(t, err.Error(), fmt.Sprintf("cluster slot %d was still migrating", slot(rkey)))
+		assert.Contains(t, err.Error(), fmt.Sprintf("waits up to %v for a move to end", bound), "the bound is the busy timeout")
+		assert.GreaterOrEqual(t, took, bound, "it waited the whole bound")
+		assert.Equal(t, 1, runs, "busy timeout %v: the callback ran once, before the wait", bound)
+		require.NoError(t, db.Close())
+	}
+	tc.endMigration(rkey, to)
+	assert.Equal(t, "i:1", tc.cmd(to, "GET", rkey), "nothing applied")
+}
+
 // TestClusterUpdatesDuringAResharding: transactions of several goroutines
 // increment keys of one slot while another goroutine moves the slot to
 // another master key by key, as redis-cli --cluster reshard does. Every

@@ -125,9 +125,9 @@
 // migrates (or the map is reloaded after MOVED), an attempt that meets a
 // redirect has applied nothing, and Update waits for the slot to settle,
 // attempt after attempt with pauses of 5 to 100 ms, then runs on the
-// slot's owner. It waits up to 5 s in all (the verbs' default busy
-// timeout, state.DefaultBusyTimeout; WithBusyTimeout does not change it)
-// or until its context ends, and then fails with state.ErrUnavailable
+// slot's owner. It waits up to the handle's busy timeout in all
+// (state.WithBusyTimeout, state.DefaultBusyTimeout unless set; zero never
+// waits) or until its context ends, and then fails with state.ErrUnavailable
 // saying the slot was still migrating, or with the context's error; the
 // attempts a redirect stopped do not count among its 32.
 // Requires Redis 6.2 or later (SET ... PXAT, KEEPTTL).
@@ -292,7 +292,7 @@
 // slot, or a config epoch raised without a slot gained (a slot that moved
 // away and came back), make it SCAN again. A master the store's slot map
 // does not name yet (one just added to the cluster) is listed too. A slot
-// that keeps changing for 5 s fails the listing with state.ErrUnavailable
+// that keeps changing for the busy timeout fails the listing with state.ErrUnavailable
 // naming it, and so does a page whose key's slot keeps moving as it is
 // read. It costs a listing one more round trip to every master before its
 // SCANs and one after (about 1 ms on a local three-master cluster). A user

@@ -52,8 +52,9 @@ type store struct {
 	pause func(ctx context.Context, d time.Duration) error
 
 	// migrationWait bounds how long an Update waits for its cluster
-	// slot to finish moving between masters (defaultMigrationWait;
-	// tests shorten it).
+	// slot to finish moving between masters, and a listing for the slots
+	// that moved while it read them to hold still: the handle's busy
+	// timeout (backend.Options.BusyTimeout; tests change it).
 	migrationWait time.Duration
 
 	closeOnce sync.Once
@@ -74,7 +75,7 @@ func open(raw string, o backend.Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{cfg: cfg, pause: sleep, syncFull: o.SyncFull, migrationWait: defaultMigrationWait}
+	s := &store{cfg: cfg, pause: sleep, syncFull: o.SyncFull, migrationWait: o.BusyTimeout}
 	counted := func(context.Context, *redis.Conn) error { s.conns.Add(1); return nil }
 	if cfg.cluster != nil {
 		cfg.cluster.OnConnect = counted
@@ -142,12 +143,6 @@ func (s *store) client(ctx context.Context, key string) (*redis.Client, error) {
 // redirectTries bounds how often a command is sent in all while cluster
 // redirects (MOVED, ASK) send it elsewhere (onOwner).
 const redirectTries = 8
-
-// defaultMigrationWait bounds how long an Update whose cluster slot is
-// moving between masters waits for the move to end (Update): the verbs'
-// default busy timeout, which bounds a file's verbs' waits for another
-// connection's lock.
-const defaultMigrationWait = state.DefaultBusyTimeout
 
 // run runs a script on the server that owns keys[0], following the
 // cluster's redirects (onOwner), and returns its reply with the server

@@ -10,7 +10,9 @@ import (
 	"github.com/statekit/statekit/state"
 )
 
-func backendOptions() backend.Options { return backend.Options{} }
+func backendOptions() backend.Options {
+	return backend.Options{BusyTimeout: state.DefaultBusyTimeout}
+}
 
 func TestStoreIncrOverflowEdges(t *testing.T) {
 	s, _ := openStore(t)

@@ -146,7 +146,9 @@ func WithSync(m SyncMode) Option { return func(cfg *config) { cfg.sync = m } }
 // retries a lock held for a moment, for a tenth of the timeout (at most
 // 100 ms), so a verb held off by a stopped writer fails within 1.1 times
 // its timeout (within its timeout when nothing of the handle was ahead of
-// it), plus the time its statements take to run.
+// it), plus the time its statements take to run. Over a Redis URL there is
+// no file lock: it bounds a cluster's waits for a slot moving between
+// masters (an Update's, a listing's).
 func WithBusyTimeout(d time.Duration) Option { return func(cfg *config) { cfg.busyTimeout = d } }
 
 // WithSweepInterval sets how often the background sweeper deletes expired

@@ -115,7 +115,7 @@ func openRemote(scheme, raw string, cfg config) (*DB, error) {
 	if err := cfg.remoteOptions(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	o := backend.Options{SyncFull: cfg.sync == SyncFull}
+	o := backend.Options{SyncFull: cfg.sync == SyncFull, BusyTimeout: cfg.busyTimeout}
 	if cfg.runsBackground() {
 		o.FlushInterval = cfg.flushInterval
 	}

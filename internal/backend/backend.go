@@ -29,6 +29,11 @@ type Options struct {
 	// durable before it is answered. A backend that cannot make it so
 	// refuses the write (state.ErrNotDurable) rather than answer it.
 	SyncFull bool
+	// BusyTimeout is state.WithBusyTimeout (state.DefaultBusyTimeout
+	// unless set): how long a verb may wait for what another client holds
+	// before it fails. Zero never waits. For a Redis Cluster it bounds the
+	// wait for a slot moving between masters.
+	BusyTimeout time.Duration
 }
 
 // Opener opens the store named by url (its scheme is the one registered) and
