@@ -300,29 +300,7 @@ func TestClusterListingsSeeANewMaster(t *testing.T) {
 	sl := slot(inSlot[0])
 	from := tc.owner(inSlot[0])
 
-	n := redistest.Start(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
-	host, port, err := net.SplitHostPort(n.Addr())
-	require.NoError(t, err)
-	tc.cmd(tc.c.Addrs()[0], "CLUSTER", "MEET", host, port)
-	nid := tc.cmd(n.Addr(), "CLUSTER", "MYID")
-	deadline := time.Now().Add(30 * time.Second) // a cap for a loaded machine
-	for _, a := range append(tc.c.Addrs(), n.Addr()) {
-		for {
-			nodes, err := redistest.CommandText(a, "", "CLUSTER", "NODES")
-			require.NoError(t, err)
-			if strings.Count(nodes, "connected") == 4 && !strings.Contains(nodes, "handshake") && strings.Contains(nodes, nid) {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "%s does not know the new master within 30s: %s", a, nodes)
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	for !strings.Contains(tc.cmd(n.Addr(), "CLUSTER", "INFO"), "cluster_state:ok") {
-		require.True(t, time.Now().Before(deadline), "the new master's cluster_state:ok within 30s")
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.Nil(t, s.masterAt(ctx, n.Addr()), "the store's map does not name the new master")
-
+	n := tc.addMaster()
 	scan := func(what string) {
 		t.Helper()
 		var scanned []string

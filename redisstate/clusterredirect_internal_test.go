@@ -3,6 +3,7 @@ package redisstate
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +90,37 @@ func (tc *testCluster) endMigration(rkey, to string) {
 			tc.cmd(x, "CLUSTER", "SETSLOT", sl, "NODE", id)
 		}
 	}
+}
+
+// addMaster starts a master, joins it to the cluster (CLUSTER MEET) and
+// waits until every node knows it and it sees the cluster ok. It owns no
+// slot, so CLUSTER SLOTS does not list it: the store's map does not name
+// it.
+func (tc *testCluster) addMaster() *redistest.Server {
+	t := tc.t
+	t.Helper()
+	n := redistest.Start(t, redistest.WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
+	host, port, err := net.SplitHostPort(n.Addr())
+	require.NoError(t, err)
+	tc.cmd(tc.c.Addrs()[0], "CLUSTER", "MEET", host, port)
+	nid := tc.cmd(n.Addr(), "CLUSTER", "MYID")
+	deadline := time.Now().Add(30 * time.Second) // a cap for a loaded machine
+	for _, a := range append(tc.c.Addrs(), n.Addr()) {
+		for {
+			nodes := tc.cmd(a, "CLUSTER", "NODES")
+			if strings.Count(nodes, "connected") == len(tc.c.Servers)+1 && !strings.Contains(nodes, "handshake") && strings.Contains(nodes, nid) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s does not know the new master within 30s: %s", a, nodes)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for !strings.Contains(tc.cmd(n.Addr(), "CLUSTER", "INFO"), "cluster_state:ok") {
+		require.True(t, time.Now().Before(deadline), "the new master's cluster_state:ok within 30s")
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Nil(t, tc.s.masterAt(tc.ctx, n.Addr()), "the store's map does not name the new master")
+	return n
 }
 
 // TestClusterFlushKeepsADeltaARedirectRefused: a slot MIGRATING on its

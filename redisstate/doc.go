@@ -118,7 +118,9 @@
 // In a cluster a verb follows the slot's redirects: after MOVED it reloads
 // the slot map and runs on the master it names; after ASK (its key's slot
 // is migrating and the key is not on the old master) it is sent, after
-// ASKING, to the importing master the reply names. A redirect still met
+// ASKING, to the importing master the reply names, even one just added to
+// the cluster that owns no slot yet, which no slot map names (the store
+// makes its own client of it). A redirect still met
 // after 8 sends, and TRYAGAIN, mean nothing ran: state.ErrUnavailable
 // naming the slot, and a flush keeps those deltas. An Update runs only on
 // the master that owns its slot, never after ASKING: while its slot
@@ -201,7 +203,10 @@
 // grant token 1 again, so a grant sent over a connection opened since the
 // check is checked again (before EXEC in Update; after the script for
 // Lease, whose answer is then not given: ErrNotDurable and
-// ErrOutcomeUnknown, since the grant may stand on the server). The URL parameter
+// ErrOutcomeUnknown, since the grant may stand on the server). A grant
+// (or a SyncFull write) that ASK sends to an importing master outside the
+// slot map is checked on that master before it is sent there, and after
+// it as above. The URL parameter
 // allow_unsafe_leases=true skips the check: tokens may then repeat after a
 // crash or an eviction. The check cannot see a server whose settings are
 // changed with CONFIG SET, without a restart, after it. Nor can anything

@@ -76,36 +76,12 @@ func (s *store) checkDurable(ctx context.Context, lease bool) (uint64, error) {
 	d := s.durabilityOf(lease)
 	var mu sync.Mutex
 	var problems []error
-	problem := func(err error) {
-		mu.Lock()
-		problems = append(problems, err)
-		mu.Unlock()
-	}
 	check := func(ctx context.Context, c *redis.Client) error {
-		addr := c.Options().Addr
-		cfg := map[string]string{}
-		for _, pattern := range []string{"append*", "maxmemory*"} { // one pattern a call before Redis 7
-			got, err := c.ConfigGet(ctx, pattern).Result()
-			if err != nil {
-				var rerr redis.Error
-				if errors.As(err, &rerr) && !isNetError(err) && configRefused(s.replyError(addr, err)) {
-					problem(fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
-						state.ErrNotDurable, addr, err, d.optOut))
-					return nil
-				}
-				return on(addr, err)
-			}
-			maps.Copy(cfg, got)
-		}
-		if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
-			problem(fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose %s; set appendonly yes and appendfsync always on the server, %s",
-				state.ErrNotDurable, addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), d.lost, d.optOut))
-		}
-		if evicts(cfg["maxmemory"], cfg["maxmemory-policy"]) {
-			problem(fmt.Errorf("%w: redis at %s has maxmemory %s and maxmemory-policy %s, so %s; set maxmemory-policy noeviction (or maxmemory 0) on the server, %s",
-				state.ErrNotDurable, addr, cfg["maxmemory"], orNone(cfg["maxmemory-policy"]), d.evicted, d.optOut))
-		}
-		return nil
+		found, err := s.durableProblems(ctx, c, d)
+		mu.Lock()
+		problems = append(problems, found...)
+		mu.Unlock()
+		return err
 	}
 	var err error
 	if s.cluster != nil {
@@ -123,15 +99,52 @@ func (s *store) checkDurable(ctx context.Context, lease bool) (uint64, error) {
 	return gen, nil
 }
 
+// durableProblems checks the one server c: it returns an error wrapping
+// ErrNotDurable for each way it may lose a write (d says what), or err
+// when it could not be asked (naming c's server, unclassified).
+func (s *store) durableProblems(ctx context.Context, c *redis.Client, d durability) (problems []error, err error) {
+	addr := c.Options().Addr
+	cfg := map[string]string{}
+	for _, pattern := range []string{"append*", "maxmemory*"} { // one pattern a call before Redis 7
+		got, err := c.ConfigGet(ctx, pattern).Result()
+		if err != nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) && !isNetError(err) && configRefused(s.replyError(addr, err)) {
+				return []error{fmt.Errorf("%w: durability of redis at %s cannot be verified: CONFIG GET was refused (%v); check that it has appendonly yes, appendfsync always and maxmemory-policy noeviction (or maxmemory 0), %s",
+					state.ErrNotDurable, addr, err, d.optOut)}, nil
+			}
+			return nil, on(addr, err)
+		}
+		maps.Copy(cfg, got)
+	}
+	if cfg["appendonly"] != "yes" || cfg["appendfsync"] != "always" {
+		problems = append(problems, fmt.Errorf("%w: redis at %s has appendonly %s and appendfsync %s, so a crash or restart can lose %s; set appendonly yes and appendfsync always on the server, %s",
+			state.ErrNotDurable, addr, orNone(cfg["appendonly"]), orNone(cfg["appendfsync"]), d.lost, d.optOut))
+	}
+	if evicts(cfg["maxmemory"], cfg["maxmemory-policy"]) {
+		problems = append(problems, fmt.Errorf("%w: redis at %s has maxmemory %s and maxmemory-policy %s, so %s; set maxmemory-policy noeviction (or maxmemory 0) on the server, %s",
+			state.ErrNotDurable, addr, cfg["maxmemory"], orNone(cfg["maxmemory-policy"]), d.evicted, d.optOut))
+	}
+	return problems, nil
+}
+
 // recheckDurable checks again, after a write (lease: a grant) sent under
 // the check that returned gen, when the store opened a connection since:
-// the write may have gone to a server restarted since the check.
-func (s *store) recheckDurable(ctx context.Context, gen uint64, lease bool) error {
+// the write may have gone to a server restarted since the check. outside,
+// when not nil, is the master outside the cluster's slot map an ASK sent
+// the write to (askdurable.go), which checkDurable does not ask: it is
+// checked too.
+func (s *store) recheckDurable(ctx context.Context, gen uint64, lease bool, outside *redis.Client) error {
 	if !s.needsDurable(lease) || s.conns.Load() == gen {
 		return nil
 	}
-	_, err := s.checkDurable(ctx, lease)
-	return err
+	if _, err := s.checkDurable(ctx, lease); err != nil {
+		return err
+	}
+	if outside != nil {
+		return s.checkOutside(ctx, outside, lease)
+	}
+	return nil
 }
 
 // configRefused reports whether err, CONFIG GET's reply error as
@@ -174,16 +187,17 @@ func (s *store) Lease(ctx context.Context, name, owner string, ttl int64) (*stat
 	if err != nil {
 		return nil, err
 	}
+	wctx, w := withDurableWrite(ctx, true)
 	var r reply
 	if s.cfg.waitReplicas > 0 {
-		r, err = s.leaseAndWait(ctx, name, owner, ttl)
+		r, err = s.leaseAndWait(wctx, name, owner, ttl)
 	} else {
-		r, err = s.run(ctx, leaseScript, writes, []string{s.leaseOf(name)}, owner, ttl)
+		r, err = s.run(wctx, leaseScript, writes, []string{s.leaseOf(name)}, owner, ttl)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recheckDurable(ctx, gen, true); err != nil {
+	if err := s.recheckDurable(ctx, gen, true, w.outside); err != nil {
 		// The script ran on a connection opened after the check: what
 		// it answered is not given, and the grant it may have made
 		// stands on the server (until a restart that loses it), so its

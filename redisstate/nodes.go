@@ -16,6 +16,11 @@ type nodes struct {
 	tmpl  *redis.Options           // the options of the first master's client go-redis made
 	extra map[string]*redis.Client // by address: the store's own clients
 	done  bool                     // closed: no more clients
+
+	// durableAt, by address of a master outside the map, is the store's
+	// conns+1 as it was when that master last passed the durability
+	// check (askdurable.go).
+	durableAt map[string]uint64
 }
 
 // newClient is the cluster's ClusterOptions.NewClient: go-redis's client

@@ -42,8 +42,9 @@ func (s *store) masterAt(ctx context.Context, addr string) *redis.Client {
 // redirects, at most redirectTries sends in all: after MOVED it reloads the
 // slot map, pauses and sends op again to the master the map names; after
 // ASK (the key's slot is migrating and the key is not on the old master)
-// it sends op to the master the reply names, with asking true, and op
-// sends ASKING first on the same connection. Redis runs nothing it
+// it sends op to the master the reply names (askTarget: one the map does
+// not name yet too), with asking true, and op sends ASKING first on the
+// same connection. Redis runs nothing it
 // redirects, and refuses with TRYAGAIN a command of several keys that an
 // importing master does not hold all of, so op runs at most once.
 //
@@ -71,7 +72,11 @@ func (s *store) onOwner(ctx context.Context, key string, op func(c *redis.Client
 			return s.fail(ctx, err, reads)
 		}
 		if addr, ok := askAddr(err); ok {
-			if target = s.masterAt(ctx, addr); target != nil {
+			t, err := s.askTarget(ctx, addr)
+			if err != nil {
+				return err // classified: nothing was sent there
+			}
+			if target = t; target != nil {
 				continue
 			}
 		}

@@ -14,7 +14,9 @@ import (
 // acknowledged write first (checkDurable), or nothing is sent; and when
 // the store opened a connection since that check, the script may have
 // run on a server restarted since, so it is checked again before the
-// answer is given (recheckDurable). Without SyncFull it is run.
+// answer is given (recheckDurable). A master outside the cluster's slot
+// map that an ASK sends it to is checked on its own (askdurable.go).
+// Without SyncFull it is run.
 func (s *store) write(ctx context.Context, sc script, keys []string, args ...any) (reply, error) {
 	if s.closed.Load() {
 		return nil, state.ErrClosed
@@ -26,11 +28,12 @@ func (s *store) write(ctx context.Context, sc script, keys []string, args ...any
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.run(ctx, sc, writes, keys, args...)
+	wctx, w := withDurableWrite(ctx, false)
+	r, err := s.run(wctx, sc, writes, keys, args...)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recheckDurable(ctx, gen, false); err != nil {
+	if err := s.recheckDurable(ctx, gen, false, w.outside); err != nil {
 		return nil, unkept(err)
 	}
 	return r, nil

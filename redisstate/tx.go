@@ -643,7 +643,7 @@ func (t *tx) commit() error {
 	if t.granted && t.checked {
 		// Before EXEC: a grant is refused, not sent, on a server that
 		// stopped keeping every write since the check.
-		if err := t.s.recheckDurable(t.ctx, t.durableGen, true); err != nil {
+		if err := t.s.recheckDurable(t.ctx, t.durableGen, true, nil); err != nil {
 			return err
 		}
 	}
