@@ -65,8 +65,15 @@ func (w *waiter) busyBudget() time.Duration {
 // the exit for why, with status code; a signal ends the wait with its
 // status.
 func (w *waiter) pause(code int, why string, d time.Duration) error {
+	began := w.deadline.IsZero()
 	w.start()
 	remaining := time.Until(w.deadline)
+	if began {
+		// This refusal begins the wait: all of it is left, however long
+		// the goroutine took to get from start to here on a loaded
+		// machine, and the wait is said before it can run out.
+		remaining = w.o.wait
+	}
 	if remaining <= 0 {
 		// The whole wait has passed, though perhaps all of it in watch,
 		// or in a first try that found the file busy, before the
