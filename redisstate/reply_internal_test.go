@@ -105,7 +105,10 @@ func TestFlushSaysItRanWhenItsReplyIsLost(t *testing.T) {
 	require.NoError(t, err) // a connection in the pool
 
 	srv.Pause() // SIGSTOP: the command is sent, no reply comes
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	// The deadline must outlast sending the command, which a loaded
+	// machine may delay: 2 s, a cap, not a speed target (the reply never
+	// comes, so the Flush waits all of it).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_, _, ran, err := s.Flush(ctx, []string{"n"}, map[string]int64{"n": 1})
 	cancel()
 	srv.Resume()
