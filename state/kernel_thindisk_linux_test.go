@@ -117,7 +117,10 @@ func newThinLoad(t *testing.T) *thinLoad {
 // grant grants name to an owner of its own and releases it: a FULL
 // commit, which makes every commit before it durable. A release a power
 // cut took back leaves the lease held for its 50 ms: grant waits that out.
-// A token no higher than one acknowledged fails the test.
+// A token no higher than one acknowledged fails the test. A release that
+// finds the lease lost is one only once the engine's time has passed the
+// lease's deadline (50 ms between the grant and its release on a loaded
+// machine): the grant's token is spent all the same.
 func (l *thinLoad) grant(db *state.DB, name string) error {
 	acked := l.tokens[name]
 	l.owners++
@@ -133,7 +136,11 @@ func (l *thinLoad) grant(db *state.DB, name string) error {
 		}
 		require.Greater(l.t, lease.Token, acked, "%s: token %d was acknowledged and granted again", name, acked)
 		l.tokens[name] = lease.Token
-		return db.Release(l.t.Context(), lease)
+		err = db.Release(l.t.Context(), lease)
+		if errors.Is(err, state.ErrLeaseLost) && !db.Now().Before(lease.Expires) {
+			return nil
+		}
+		return err
 	}
 }
 
