@@ -70,8 +70,8 @@ func helperThinReader(path string) int {
 // helperThin is the second process of TestKernelFailedSyncOnAThinDiskProcesses:
 // it opens the file with the default options, says "ready", and answers
 // each line: "set KEY" sets KEY to a 32 KiB value ("ok"); "grant NAME
-// OWNER" grants the lease NAME to OWNER, waiting out a holder, and releases
-// it ("ok TOKEN"); either says "err IO|OTHER MESSAGE" when it fails. "quit"
+// OWNER" grants the lease NAME to OWNER for 50 ms, waiting out a holder,
+// and releases it, unless it has expired ("ok TOKEN"); either says "err IO|OTHER MESSAGE" when it fails. "quit"
 // closes the handle, says "closed" and ends it.
 func helperThin(path string) int {
 	ctx := context.Background()
@@ -110,6 +110,9 @@ func helperThin(path string) int {
 				}
 				if err == nil {
 					err = db.Release(ctx, lease)
+					if errors.Is(err, state.ErrLeaseLost) && !db.Now().Before(lease.Expires) {
+						err = nil // expired before its release on a loaded machine: its token is spent all the same
+					}
 				}
 				if lease == nil {
 					say(err)
