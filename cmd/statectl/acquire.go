@@ -30,13 +30,15 @@ import (
 // lease and the time just before the grant, from which the lease lasts at
 // least its ttl.
 func acquire(db *state.DB, w *waiter) (*state.Lease, time.Time, error) {
-	ctx := context.Background()
 	for {
 		if err := w.reclaim(db); err != nil {
 			return nil, time.Time{}, err
 		}
 		start := time.Now()
+		ctx, cancel := w.tryContext(start)
 		l, err := db.Lease(ctx, w.o.lease, w.o.owner, w.o.ttl)
+		cut := cutByWait(ctx, err)
+		cancel()
 		if err == nil && l.Extended {
 			// Another run of this owner was granted the lease after
 			// reclaim looked, and this grant extended it, with its token:
@@ -53,7 +55,10 @@ func acquire(db *state.DB, w *waiter) (*state.Lease, time.Time, error) {
 		case errors.As(err, &held):
 			why = fmt.Sprintf("%s: lease %s is held by %s for %s more", shown(w.path), quote(held.Name), quote(held.Owner), dur(held.Left))
 			pause = max(min(maxPoll, held.Left), minPoll)
-		case errors.Is(err, state.ErrBusy):
+		case errors.Is(err, state.ErrBusy) || cut:
+			// The wait for the file was part of the wait, from the try's
+			// start (the wait's beginning, if this is its first refusal).
+			w.startAt(start)
 			code, why = exitError, busyMessage(w.path)
 		default:
 			return nil, time.Time{}, fileError(w.path, err)
@@ -70,11 +75,17 @@ func acquire(db *state.DB, w *waiter) (*state.Lease, time.Time, error) {
 // to find out which, or with the exit of a wait that ran out.
 func (w *waiter) reclaim(db *state.DB) error {
 	for {
-		info, err := heldBy(db, w.o.lease, w.o.owner)
+		start := time.Now()
+		ctx, cancel := w.tryContext(start)
+		info, err := heldBy(ctx, db, w.o.lease, w.o.owner)
+		cut := cutByWait(ctx, err)
+		cancel()
 		switch {
-		case errors.Is(err, state.ErrBusy):
-			// Not the grant: it would extend a lease of this owner that
-			// nobody renews, keeping its token.
+		case errors.Is(err, state.ErrBusy) || cut:
+			// A read may write the handle's time mark, and wait for the
+			// file as a write does. Not the grant: it would extend a
+			// lease of this owner that nobody renews, keeping its token.
+			w.startAt(start)
 			if err := w.pause(exitError, busyMessage(w.path), maxPoll); err != nil {
 				return err
 			}
@@ -119,13 +130,16 @@ func (w *waiter) reclaim(db *state.DB) error {
 func (w *waiter) releaseStale(db *state.DB, info state.LeaseInfo) (lost bool, err error) {
 	stale := &state.Lease{Name: info.Name, Owner: info.Owner, Token: info.Token}
 	for {
-		err := db.Release(context.Background(), stale)
+		ctx, cancel := w.tryContext(time.Now())
+		err := db.Release(ctx, stale)
+		cut := cutByWait(ctx, err)
+		cancel()
 		switch {
 		case err == nil:
 			return false, nil
 		case errors.Is(err, state.ErrLeaseLost):
 			return true, nil
-		case !errors.Is(err, state.ErrBusy):
+		case !errors.Is(err, state.ErrBusy) && !cut:
 			return false, fileError(w.path, err)
 		}
 		if err := w.pause(exitError, busyMessage(w.path), maxPoll); err != nil {
@@ -153,9 +167,12 @@ func (w *waiter) watch(db *state.DB, info state.LeaseInfo) (int, error) {
 		case sig := <-w.sigs:
 			return 0, exit(signalStatus(sig), "%s: %v while waiting for lease %s", shown(w.path), sig, quote(w.o.lease))
 		}
-		now, err := heldBy(db, info.Name, info.Owner)
+		ctx, cancel := context.WithDeadline(context.Background(), later(until, time.Now().Add(minTry)))
+		now, err := heldBy(ctx, db, info.Name, info.Owner)
+		cut := cutByWait(ctx, err)
+		cancel()
 		switch {
-		case errors.Is(err, state.ErrBusy):
+		case errors.Is(err, state.ErrBusy) || cut:
 			continue
 		case err != nil:
 			return 0, fileError(w.path, err)
@@ -169,9 +186,9 @@ func (w *waiter) watch(db *state.DB, info state.LeaseInfo) (int, error) {
 }
 
 // heldBy returns the lease name if owner holds it now, or nil.
-func heldBy(db *state.DB, name, owner string) (*state.LeaseInfo, error) {
+func heldBy(ctx context.Context, db *state.DB, name, owner string) (*state.LeaseInfo, error) {
 	var found *state.LeaseInfo
-	err := db.Leases(context.Background(), false, func(l state.LeaseInfo) error {
+	err := db.Leases(ctx, false, func(l state.LeaseInfo) error {
 		if l.Name == name && l.Owner == owner && l.Status == state.LeaseHeld {
 			found = &l
 		}

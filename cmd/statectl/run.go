@@ -43,11 +43,11 @@ time left; with --wait it waits for the lease up to D, and for the file too
 while another process holds its write lock (exit 2 if it is still busy).
 Without --wait, run waits for a busy file as any write does, up to its busy
 timeout: a third of the ttl, at most 5s. With --wait, D counts from the first
-try that found the lease held or the file busy, and opening the file waits
-no longer than what is left of D (so a D shorter than the busy timeout waits
-less for it); once the file is open, a try that finds it busy, and closing
-it, may each still wait out a busy timeout past D. If a
-renewal fails because the lease was lost (this process was paused past its
+try that found the lease held or the file busy, and each try (opening the
+file, looking at the lease, taking it) waits for a busy file no longer than
+what is left of D, or a quarter of a second when less is left (so a D
+shorter than the busy timeout waits less for it); only closing the file may
+still wait out a busy timeout past D. If a renewal fails because the lease was lost (this process was paused past its
 ttl and another owner took the lease), run says so on stderr and sends CMD
 SIGTERM; it then waits for CMD and exits 76, whatever CMD's status. It
 exits 76 too when CMD exits before a renewal noticed, but after the lease

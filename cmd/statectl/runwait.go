@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -44,6 +46,43 @@ func (w *waiter) startAt(t time.Time) {
 	}
 }
 
+// minTry is the least time a try for the lease may wait for the file: one
+// begun as the wait ends (a pause sleeps until then) still gets to run.
+const minTry = maxPoll
+
+// tryContext is the context of a write that tries for the lease, begun at
+// start. With --wait, on a file, it ends with the wait (at start+D before
+// the wait began), or minTry after start when less is left, so a try that
+// finds the file busy waits for it no longer than the wait left, not a
+// whole busy timeout. A verb that returns its context's error did nothing
+// (the engine's promise), so such a try is one that found the file busy.
+// Over a URL a verb cut by its context may have taken effect, and the
+// try is not cut.
+func (w *waiter) tryContext(start time.Time) (context.Context, context.CancelFunc) {
+	if w.o.wait == 0 || isURL(w.path) {
+		return context.WithCancel(context.Background())
+	}
+	end := w.deadline
+	if end.IsZero() {
+		end = start.Add(w.o.wait)
+	}
+	return context.WithDeadline(context.Background(), later(end, start.Add(minTry)))
+}
+
+// cutByWait reports whether err is the end of a try's context from
+// tryContext: the try found the file busy until the wait ran out.
+func cutByWait(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // busyBudget is how long the next try may wait for the file's write lock:
 // run's busy timeout, but with --wait no longer than the wait left (all of
 // it before the wait began). Once the wait has run out it is zero: a try
@@ -65,19 +104,16 @@ func (w *waiter) busyBudget() time.Duration {
 // the exit for why, with status code; a signal ends the wait with its
 // status.
 func (w *waiter) pause(code int, why string, d time.Duration) error {
-	began := w.deadline.IsZero()
-	w.start()
-	remaining := time.Until(w.deadline)
-	if began {
-		// This refusal begins the wait: all of it is left, however long
-		// the goroutine took to get from start to here on a loaded
-		// machine, and the wait is said before it can run out.
-		remaining = w.o.wait
-	}
+	// What is left is measured at the moment a refusal that begins the
+	// wait begins it: all of it, however long the goroutine takes to get
+	// here on a loaded machine, so the wait is said before it can run out.
+	now := time.Now()
+	w.startAt(now)
+	remaining := w.deadline.Sub(now)
 	if remaining <= 0 {
 		// The whole wait has passed, though perhaps all of it in watch,
-		// or in a first try that found the file busy, before the
-		// "waiting up to" line had a reason to be printed.
+		// or in a first try that found the file busy (startAt), before
+		// the "waiting up to" line had a reason to be printed.
 		if w.o.wait > 0 {
 			why += fmt.Sprintf(" (waited %s)", w.o.wait)
 		}
