@@ -295,12 +295,8 @@ var canaries = []struct {
 	// returns before the deltas that flush took are written; the history
 	// cannot tell (the background flush's write is recorded as concurrent
 	// with the reads after the Flush), the flush-answer check's in-flight
-	// rule does. 58 of 200 default seeds (the README's table), the first
-	// 19 once Open tried its first write in its repair's transaction (5
-	// before; that change moved every trace): at about one seed in
-	// three, the default 12 seeds missed it, and 30 miss it about one
-	// change in 30,000.
-	{"flush-skips-wait", []string{sim.CheckFlushAnswer}, 30, nil},
+	// rule does.
+	{"flush-skips-wait", []string{sim.CheckFlushAnswer}, 0, nil},
 	// Sweep returning its last transaction's count: a Sweep whose steps
 	// (a few rows each, drawn per seed) commit apart when a verb queues.
 	{"sweep-counts-last", []string{sim.CheckSweepCount}, 0, nil},
@@ -407,12 +403,11 @@ var canaries = []struct {
 	// have (readers hold checkpoints short) and more failed syncs: 6 of
 	// 60 (seeds 2, 8, 16, 33, 36, 52), against 3 of 60 without SyncFull
 	// (before the mark moved back, 8 to 19 of 60 without it). Once Open
-	// tried its first write in its repair's transaction (which moved
-	// every trace), 7 of seeds 1 to 100, the first 23 (then 27, 35, 54,
-	// 65, 66, 79; with a quick_check of meta at Open instead, 9 of 100
-	// from 32): at one seed in 10 to 15, a budget of 20 seeds misses it
-	// about one change in five, and 80 about one in 800.
-	{"loss-check-every-page", []string{sim.CheckEngineError}, 80,
+	// checked meta's pages before its first write (which moved every
+	// trace), 9 of seeds 1 to 100, the first 32 (then 33, 36, 41, 42, 47,
+	// 54, 81, 89): about one seed in ten, whose first a budget of 20 seeds
+	// misses about one change in eight; 60 misses it about one in 500.
+	{"loss-check-every-page", []string{sim.CheckEngineError}, 60,
 		func(c *sim.Config) { c.Goroutines, c.Rates.SyncError, c.SyncFull = sim.MaxGoroutines, 0.03, true }},
 }
 
