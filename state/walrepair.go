@@ -146,7 +146,7 @@ const walChunk = 1 << 20
 // its index counts (walHole: then nothing is written). Where a file has
 // blocks marked unwritten it writes past the page cache (writeThrough).
 func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) error {
-	err := db.rewriteWAL(ctx, conn, true, true)
+	err := db.rewriteWAL(ctx, conn, true)
 	if err == nil {
 		err = db.repairPages(ctx, conn)
 	}
@@ -168,44 +168,19 @@ func (db *DB) repairWAL(ctx context.Context, conn *sql.Conn) error {
 // took back though its sync had succeeded, in every run
 // (TestKernelFailedSyncOnAThinDisk); why is not known.
 func (db *DB) mendWAL(ctx context.Context, conn *sql.Conn) error {
-	return repairError(db.rewriteWAL(ctx, conn, false, false))
+	return repairError(db.rewriteWAL(ctx, conn, false))
 }
 
 // rewriteWAL rewrites the WAL in place and syncs it under the write lock
 // (bypass: past the page cache where blocks are unwritten), unless it has
-// lost frames its index counts. With probe (Open's repair), Open's first
-// write is tried first, in the same transaction (probeWrite).
-func (db *DB) rewriteWAL(ctx context.Context, conn *sql.Conn, bypass, probe bool) error {
+// lost frames its index counts.
+func (db *DB) rewriteWAL(ctx context.Context, conn *sql.Conn, bypass bool) error {
 	return db.locked(ctx, conn, func() error {
 		if err := db.walHole(conn); err != nil {
 			return err
 		}
-		if probe {
-			if err := probeWrite(ctx, conn); err != nil {
-				return err
-			}
-		}
 		return db.forgetIfSyncFailed(conn, rewriteFile(db.cfg.fs, db.path+walSuffix, bypass))
 	})
-}
-
-// probeWrite runs Open's first write (the handle's number, in meta:
-// handleSQL) inside the repair's transaction, whose ROLLBACK undoes it
-// (locked): a change that small stays in the connection's page cache,
-// and nothing reaches the WAL. Some damage reads fine and fails only a
-// write, as malformed: a header that reserves bytes at the end of each
-// page where meta's cells are, or one whose free-list count and
-// auto-vacuum root page are both changed. Open would meet it at its first
-// write, after the repair's checkpoint had emptied the WAL into the file
-// (or cut a WAL with no valid frame to nothing): a refused Open that had
-// changed the file. Tried here, before anything is written, it refuses
-// the file untouched, as a damaged file that reads as damaged is.
-func probeWrite(ctx context.Context, conn *sql.Conn) error {
-	var n int64
-	if err := conn.QueryRowContext(ctx, handleSQL).Scan(&n); err != nil {
-		return classify(ctx, err)
-	}
-	return nil
 }
 
 // repairError classifies an error of the repair's own reads and writes.
